@@ -1,0 +1,83 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "accountd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "accountd", targets: ["accountd"]),
+        .executable(name: "accountctl", targets: ["accountctl"]),
+        .library(name: "AccountdCore", targets: ["AccountdCore"]),
+        .library(name: "AccountdProtocol", targets: ["AccountdProtocol"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", "2.101.0"..<"2.102.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(
+            url: "https://github.com/apple/swift-configuration", exact: "1.4.0",
+            traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
+    ],
+    targets: [
+        // Pure protocol: models and the line codec. No SQLite, no NIO channels, no systemd.
+        .target(name: "AccountdProtocol"),
+
+        // Core library: account store, schema bundles, the migrator, snapshots, export, preferences.
+        .target(
+            name: "AccountdCore",
+            dependencies: [
+                "AccountdProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // libsystemd, from Debian's libsystemd-dev.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+
+        // Daemon library: server, dispatch, access, configuration, systemd glue.
+        .target(
+            name: "AccountdDaemon",
+            dependencies: [
+                "AccountdCore",
+                "AccountdProtocol",
+                "CSystemd",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]),
+
+        .executableTarget(
+            name: "accountd",
+            dependencies: [
+                "AccountdDaemon",
+                "AccountdCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .executableTarget(
+            name: "accountctl",
+            dependencies: [
+                "AccountdProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        .testTarget(name: "AccountdProtocolTests", dependencies: ["AccountdProtocol"]),
+        .testTarget(
+            name: "AccountdCoreTests",
+            dependencies: [
+                "AccountdCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+    ]
+)

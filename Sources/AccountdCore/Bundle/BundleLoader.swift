@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+
+/// Reads a bundle folder and runs every load-time check. See ``SchemaBundle``.
+struct BundleLoader {
+    var root: String
+
+    func load() throws -> SchemaBundle {
+        let migrations = try readMigrations()
+        var digestInput = migrations.map { "\($0.relativePath) \($0.sha256)" }
+
+        let schemaScript = try readScript("schema.sql", digest: &digestInput)
+        let onOpenScript = try readScript("on-open.sql", digest: &digestInput)
+        let templatePath = root + "/template.sqlite"
+        let hasTemplate = FileSystem.exists(templatePath)
+        if hasTemplate {
+            digestInput.append("template.sqlite \(Digest.sha256Hex(try Data(contentsOf: URL(fileURLWithPath: templatePath))))")
+        }
+
+        // The full chain is the reference: it is what every existing account goes through.
+        let chain = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "bundle-chain"))
+        var chainLocations: [String: String] = [:]
+        try chain.writeWithoutTransaction { db in
+            var previous: [String: String] = [:]
+            for migration in migrations {
+                try run(migration.script, file: migration.relativePath, in: db)
+                let objects = try Self.objectSQL(db)
+                for (key, sql) in objects where previous[key] != sql {
+                    chainLocations[key] = Self.location(of: key, in: migration.script, file: migration.relativePath)
+                }
+                previous = objects
+            }
+            let reserved = try SchemaReader.reservedObjects(db)
+            if !reserved.isEmpty {
+                throw AccountdError(
+                    .invalidBundle,
+                    "the migrations create \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved for the daemon's own records")
+            }
+        }
+        let targetSchema = try chain.read { try SchemaReader.read($0) }
+
+        if let schemaScript {
+            let built = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "bundle-schema"))
+            try built.writeWithoutTransaction { db in
+                let filtered = SQLScript(statements: schemaScript.statements.filter { !Self.createsInternalTable($0) })
+                try run(filtered, file: "schema.sql", in: db)
+            }
+            var locations: [String: String] = [:]
+            for statement in schemaScript.statements {
+                if let object = statement.createdObject {
+                    locations["\(object.kind) \(object.name)"] = "schema.sql line \(statement.line)"
+                }
+            }
+            try compare(targetSchema, try built.read { try SchemaReader.read($0) }, "schema.sql", chainLocations, locations)
+        }
+
+        if hasTemplate {
+            let template: NormalizedSchema
+            do {
+                let queue = try DatabaseQueue(
+                    path: templatePath,
+                    configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "bundle-template"))
+                template = try queue.read { db in
+                    let reserved = try SchemaReader.reservedObjects(db)
+                    if !reserved.isEmpty {
+                        throw AccountdError(
+                            .invalidBundle,
+                            "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved",
+                            file: "template.sqlite")
+                    }
+                    return try SchemaReader.read(db)
+                }
+                try queue.close()
+            } catch let error as DatabaseError {
+                throw AccountdError(
+                    .invalidBundle, "template.sqlite cannot be read as SQLite: \(error.message ?? "\(error.resultCode)")",
+                    file: "template.sqlite")
+            }
+            try compare(targetSchema, template, "template.sqlite", chainLocations, [:])
+        }
+
+        if let onOpenScript {
+            // on-open.sql must run against the target schema; try it and roll it back.
+            try chain.writeWithoutTransaction { db in
+                try db.execute(sql: "SAVEPOINT on_open_check")
+                defer { try? db.execute(sql: "ROLLBACK TO on_open_check; RELEASE on_open_check") }
+                try run(onOpenScript, file: "on-open.sql", in: db)
+            }
+        }
+        try chain.close()
+
+        return SchemaBundle(
+            directory: root, migrations: migrations, schemaScript: schemaScript,
+            templatePath: hasTemplate ? templatePath : nil, onOpenScript: onOpenScript, targetSchema: targetSchema,
+            fingerprint: Digest.sha256Hex(digestInput.joined(separator: "\n")))
+    }
+
+    private func readMigrations() throws -> [Migration] {
+        let folder = root + "/migrations"
+        guard FileSystem.entry(at: root) == .directory else {
+            throw AccountdError(.invalidBundle, "\(root) is not a folder", file: root)
+        }
+        guard FileSystem.entry(at: folder) == .directory else {
+            throw AccountdError(
+                .invalidBundle, "there is no migrations/ folder; a bundle needs at least migrations/0001_<name>.sql",
+                file: "migrations")
+        }
+        var migrations: [Migration] = []
+        for name in FileSystem.contents(of: folder).sorted() where !name.hasPrefix(".") {
+            let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))
+            migrations.append(try Migration(fileName: name, data: data))
+        }
+        guard !migrations.isEmpty else {
+            throw AccountdError(
+                .invalidBundle, "migrations/ holds no migration; a bundle needs at least migrations/0001_<name>.sql",
+                file: "migrations")
+        }
+        migrations.sort { $0.version < $1.version }
+        for (index, migration) in migrations.enumerated() {
+            let expected = index + 1
+            if migration.version == expected { continue }
+            if migration.version < expected {
+                throw AccountdError(
+                    .invalidBundle,
+                    "\(migration.relativePath) and \(migrations[index - 1].relativePath) both claim version \(migration.version); each version has exactly one file",
+                    file: migration.relativePath, line: 1)
+            }
+            throw AccountdError(
+                .invalidBundle,
+                "version \(String(format: "%04d", expected)) is missing: numbering must be contiguous from 0001, but \(migration.relativePath) follows \(index == 0 ? "nothing" : migrations[index - 1].relativePath)",
+                file: migration.relativePath, line: 1)
+        }
+        return migrations
+    }
+
+    private func readScript(_ name: String, digest: inout [String]) throws -> SQLScript? {
+        let path = root + "/" + name
+        guard FileSystem.exists(path) else { return nil }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw AccountdError(.invalidBundle, "\(name) is not valid UTF-8 text", file: name)
+        }
+        digest.append("\(name) \(Digest.sha256Hex(data))")
+        let script = SQLScript(text)
+        try Migration.checkStatements(script, file: name)
+        return script
+    }
+
+    private func run(_ script: SQLScript, file: String, in db: Database) throws {
+        do {
+            try ScriptRunner.run(script, file: file, in: db)
+        } catch let error as ScriptRunner.Failure {
+            throw AccountdError(
+                .invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
+        }
+    }
+
+    private func compare(
+        _ chain: NormalizedSchema, _ other: NormalizedSchema, _ otherName: String,
+        _ chainLocations: [String: String], _ otherLocations: [String: String]
+    ) throws {
+        let diff = SchemaDiff(
+            leftName: "migrations", rightName: otherName, leftLocations: chainLocations, rightLocations: otherLocations)
+        let differences = diff.differences(chain, other)
+        guard !differences.isEmpty else { return }
+        let firstLine = otherLocations.values.compactMap { Int($0.split(separator: " ").last ?? "") }.min()
+        throw AccountdError(
+            .invalidBundle,
+            "\(otherName) does not build the same schema as the migrations: \(differences.count) difference(s); fix \(otherName) or the migrations so both give one schema",
+            file: otherName, line: firstLine, details: differences)
+    }
+
+    /// `CREATE TABLE sqlite_sequence(...)`, as `sqlite3 .schema` prints it, cannot be run; it is skipped.
+    private static func createsInternalTable(_ statement: SQLScript.Statement) -> Bool {
+        statement.createdObject?.name.hasPrefix("sqlite_") ?? false
+    }
+
+    /// `kind name` to its SQL, for every object of the main database.
+    private static func objectSQL(_ db: Database) throws -> [String: String] {
+        var out: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL") {
+            out["\(row["type"] as String) \((row["name"] as String).lowercased())"] = row["sql"]
+        }
+        return out
+    }
+
+    private static func location(of key: String, in script: SQLScript, file: String) -> String {
+        let name = String(key.split(separator: " ", maxSplits: 1).last ?? "")
+        let line = script.statements.first { $0.mentionedNames.contains(name) }?.line ?? 1
+        return "\(file) line \(line)"
+    }
+}
+
+extension SQLScript {
+    init(statements: [Statement]) {
+        self.init("")
+        self.statements = statements
+    }
+}

@@ -1,0 +1,203 @@
+/// A small SQLite lexer: enough to split scripts into statements with line
+/// numbers, find the leading keywords of a statement, and normalise SQL text for
+/// schema comparison. It never executes or rewrites SQL.
+struct SQLLexer {
+    /// One token of SQL text.
+    struct Token: Sendable {
+        enum Kind: Sendable { case word, quotedIdentifier, string, blob, number, punctuation, variable }
+        var kind: Kind
+        /// The token exactly as written.
+        var raw: Substring
+        /// The 1-based line the token starts on.
+        var line: Int
+        /// Byte offsets of the token in the UTF-8 text.
+        var start: Int
+        var end: Int
+
+        /// For a word or a quoted identifier: the identifier, unquoted and lowercased.
+        /// For everything else: the raw text.
+        var normalized: String {
+            switch kind {
+            case .word: return raw.lowercased()
+            case .quotedIdentifier: return Self.unquote(raw).lowercased()
+            case .punctuation, .number, .string, .blob, .variable: return String(raw)
+            }
+        }
+
+        /// True for a bare word equal to `keyword` (case-insensitive).
+        func isKeyword(_ keyword: String) -> Bool {
+            kind == .word && raw.count == keyword.count && raw.lowercased() == keyword
+        }
+
+        /// True for a word or a quoted identifier, i.e. anything that can name an object.
+        var isName: Bool { kind == .word || kind == .quotedIdentifier }
+
+        static func unquote(_ raw: Substring) -> String {
+            guard let first = raw.first, raw.count >= 2 else { return String(raw) }
+            let inner = raw.dropFirst().dropLast()
+            switch first {
+            case "\"": return inner.replacingOccurrences(of: "\"\"", with: "\"")
+            case "`": return inner.replacingOccurrences(of: "``", with: "`")
+            case "[": return String(inner)
+            default: return String(raw)
+            }
+        }
+    }
+
+    /// Splits `text` into tokens, dropping white space and comments.
+    ///
+    /// Unterminated strings, identifiers and comments run to the end of the text;
+    /// SQLite reports those when the statement is executed.
+    static func tokens(_ text: String) -> [Token] {
+        let utf8 = Array(text.utf8)
+        var tokens: [Token] = []
+        var i = 0
+        var line = 1
+        let count = utf8.count
+
+        func substring(_ from: Int, _ to: Int) -> Substring {
+            let start = text.utf8.index(text.utf8.startIndex, offsetBy: from)
+            let end = text.utf8.index(start, offsetBy: to - from)
+            return text[start..<end]
+        }
+        func isIdentifierByte(_ c: UInt8) -> Bool {
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
+                || c == 0x24 || c >= 0x80
+        }
+
+        while i < count {
+            let c = utf8[i]
+            let startLine = line
+            let start = i
+            switch c {
+            case 0x0A:
+                line += 1
+                i += 1
+                continue
+            case 0x20, 0x09, 0x0D, 0x0C, 0x0B:
+                i += 1
+                continue
+            case 0x2D where i + 1 < count && utf8[i + 1] == 0x2D:  // -- comment
+                while i < count && utf8[i] != 0x0A { i += 1 }
+                continue
+            case 0x2F where i + 1 < count && utf8[i + 1] == 0x2A:  // /* comment */
+                i += 2
+                while i < count && !(utf8[i] == 0x2A && i + 1 < count && utf8[i + 1] == 0x2F) {
+                    if utf8[i] == 0x0A { line += 1 }
+                    i += 1
+                }
+                i = min(i + 2, count)
+                continue
+            case 0x27, 0x22, 0x60:  // ' " `
+                i += 1
+                while i < count {
+                    if utf8[i] == c {
+                        if i + 1 < count && utf8[i + 1] == c {
+                            i += 2
+                            continue
+                        }
+                        i += 1
+                        break
+                    }
+                    if utf8[i] == 0x0A { line += 1 }
+                    i += 1
+                }
+                let kind: Token.Kind = c == 0x27 ? .string : .quotedIdentifier
+                tokens.append(Token(kind: kind, raw: substring(start, i), line: startLine, start: start, end: i))
+                continue
+            case 0x5B:  // [identifier]
+                i += 1
+                while i < count && utf8[i] != 0x5D {
+                    if utf8[i] == 0x0A { line += 1 }
+                    i += 1
+                }
+                i = min(i + 1, count)
+                tokens.append(
+                    Token(kind: .quotedIdentifier, raw: substring(start, i), line: startLine, start: start, end: i))
+                continue
+            default:
+                break
+            }
+            if (c == 0x78 || c == 0x58) && i + 1 < count && utf8[i + 1] == 0x27 {  // x'blob'
+                i += 2
+                while i < count && utf8[i] != 0x27 { i += 1 }
+                i = min(i + 1, count)
+                tokens.append(Token(kind: .blob, raw: substring(start, i), line: startLine, start: start, end: i))
+            } else if (c >= 0x30 && c <= 0x39) || (c == 0x2E && i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39) {
+                i += 1
+                while i < count {
+                    let d = utf8[i]
+                    if isIdentifierByte(d) || d == 0x2E {
+                        i += 1
+                    } else if (d == 0x2B || d == 0x2D) && (utf8[i - 1] == 0x65 || utf8[i - 1] == 0x45) {
+                        i += 1
+                    } else {
+                        break
+                    }
+                }
+                tokens.append(Token(kind: .number, raw: substring(start, i), line: startLine, start: start, end: i))
+            } else if isIdentifierByte(c) {
+                while i < count && isIdentifierByte(utf8[i]) { i += 1 }
+                tokens.append(Token(kind: .word, raw: substring(start, i), line: startLine, start: start, end: i))
+            } else if c == 0x3F || c == 0x3A || c == 0x40 {  // ? :name @name
+                i += 1
+                while i < count && isIdentifierByte(utf8[i]) { i += 1 }
+                tokens.append(Token(kind: .variable, raw: substring(start, i), line: startLine, start: start, end: i))
+            } else {
+                var length = 1
+                if i + 1 < count {
+                    let pair = (c, utf8[i + 1])
+                    switch pair {
+                    case (0x7C, 0x7C), (0x3C, 0x3D), (0x3E, 0x3D), (0x3D, 0x3D), (0x21, 0x3D), (0x3C, 0x3E),
+                        (0x3C, 0x3C), (0x3E, 0x3E):
+                        length = 2
+                    case (0x2D, 0x3E):
+                        length = (i + 2 < count && utf8[i + 2] == 0x3E) ? 3 : 2
+                    default: break
+                    }
+                }
+                // A lone byte of a multi-byte character cannot start here: those bytes are >= 0x80
+                // and were taken as identifier bytes above.
+                i += length
+                tokens.append(
+                    Token(kind: .punctuation, raw: substring(start, i), line: startLine, start: start, end: i))
+            }
+        }
+        return tokens
+    }
+
+    /// SQL text in a canonical form: comments and layout dropped, keywords and
+    /// identifiers lowercased and unquoted, `IF NOT EXISTS` removed, literals kept.
+    ///
+    /// Two statements that differ only in those respects normalise to the same string.
+    static func normalize(_ text: String) -> String {
+        normalize(tokens(text)[...])
+    }
+
+    static func normalize(_ tokens: ArraySlice<Token>) -> String {
+        var parts: [String] = []
+        parts.reserveCapacity(tokens.count)
+        var index = tokens.startIndex
+        while index < tokens.endIndex {
+            let token = tokens[index]
+            if token.isKeyword("if"), index + 2 < tokens.endIndex, tokens[index + 1].isKeyword("not"),
+                tokens[index + 2].isKeyword("exists")
+            {
+                index += 3
+                continue
+            }
+            parts.append(quoteIfNeeded(token))
+            index += 1
+        }
+        return parts.joined(separator: " ")
+    }
+
+    private static func quoteIfNeeded(_ token: Token) -> String {
+        guard token.kind == .quotedIdentifier else { return token.normalized }
+        let name = token.normalized
+        let plain = !name.isEmpty && name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c >= 0x80
+        } && !(name.utf8.first! >= 0x30 && name.utf8.first! <= 0x39)
+        return plain ? name : "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,93 @@
+import AccountdProtocol
+import Foundation
+import GRDB
+
+/// Builds a new account file at the bundle's target version.
+///
+/// The file is built under a temporary name that no account can have (it begins
+/// with `.`), made durable, and only then linked into place, so a crash leaves
+/// either no account or a complete one, and an existing file is never overwritten.
+struct AccountBuilder {
+    var bundle: SchemaBundle
+    var account: AccountName
+    var root: DataRoot
+
+    func build() throws -> SchemaBundle.CreationMethod {
+        let final = root.accountPath(account)
+        let temp = root.accountsDirectory + "/." + account.rawValue + ".sqlite.creating"
+        try removeWithCompanions(temp)
+        try FileSystem.createExclusive(temp)
+        let method = bundle.creationMethod
+        do {
+            let started = ContinuousClock.now
+            let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "create"))
+            if let template = bundle.templatePath {
+                let source = try DatabaseQueue(
+                    path: template, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "template"))
+                try source.backup(to: queue)
+                try source.close()
+            }
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.exclusive) {
+                    switch method {
+                    case .template:
+                        break
+                    case .schemaSQL:
+                        try run(bundle.schemaScript!, file: "schema.sql", db)
+                    case .migrations:
+                        for migration in bundle.migrations { try run(migration.script, file: migration.relativePath, db) }
+                    }
+                    let differences = SchemaDiff(leftName: "the new file", rightName: "the bundle's target schema")
+                        .differences(try SchemaReader.read(db), bundle.targetSchema)
+                    if !differences.isEmpty {
+                        throw AccountdError(
+                            .migrationFailed,
+                            "account \(account) built from \(method.rawValue) does not match the bundle's target schema; nothing was created",
+                            account: account.rawValue, details: differences)
+                    }
+                    try AccountRecords.initialize(
+                        db, account: account.rawValue, bundle: bundle, method: method.rawValue,
+                        durationMs: (ContinuousClock.now - started).milliseconds)
+                    return .commit
+                }
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
+            }
+            try queue.close()
+            try FileSystem.fsyncFile(temp)
+            // link() fails when the name exists: an account file is never overwritten.
+            guard link(temp, final) == 0 else {
+                let code = errno
+                if code == EEXIST {
+                    throw AccountdError(
+                        .accountBusy, "account \(account) was created by someone else at the same moment; retry",
+                        account: account.rawValue, file: final)
+                }
+                throw AccountdError.storage("linking \(temp) to", path: final, errno: code)
+            }
+            try FileSystem.removeIfPresent(temp)
+            try FileSystem.fsyncDirectory(root.accountsDirectory)
+        } catch {
+            try? removeWithCompanions(temp)
+            if let error = error as? AccountdError { throw error }
+            if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_FULL {
+                throw AccountdError(.storage, "creating account \(account) failed: the disk is full; nothing was created", account: account.rawValue, file: final)
+            }
+            throw AccountdError(.migrationFailed, "creating account \(account) failed: \(error); nothing was created", account: account.rawValue, file: final)
+        }
+        return method
+    }
+
+    private func run(_ script: SQLScript, file: String, _ db: Database) throws {
+        do {
+            try ScriptRunner.run(script, file: file, in: db)
+        } catch let error as ScriptRunner.Failure {
+            throw AccountdError(
+                .migrationFailed, "creating account \(account): \(error.location) failed: \(error.sqliteMessage); nothing was created",
+                account: account.rawValue, file: error.file, line: error.line, toVersion: bundle.targetVersion)
+        }
+    }
+
+    private func removeWithCompanions(_ path: String) throws {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(path + suffix) }
+    }
+}

@@ -1,0 +1,122 @@
+import AccountdProtocol
+import Foundation
+import GRDB
+
+/// Applies pending migrations to one account file, all or nothing.
+///
+/// Every pending step runs inside one exclusive transaction, with foreign-key
+/// enforcement off (as SQLite's table-rebuild procedure prescribes). Before commit
+/// the migrator runs `PRAGMA foreign_key_check`, compares the resulting schema with
+/// the bundle's target schema, and writes the history rows and the new
+/// `user_version`. Any failure rolls the whole transaction back, so after a crash
+/// at any instant the file is at its old version with all its rows, or at the
+/// target version with all its rows.
+struct Migrator {
+    var bundle: SchemaBundle
+    var account: AccountName
+    var path: String
+
+    /// Migrates the file from `fromVersion` to the bundle's target.
+    ///
+    /// - Returns: the wall time of the transaction, in milliseconds.
+    /// - Throws: ``AccountdError`` of kind `migrationFailed` naming the file, line and
+    ///   versions; `accountBusy` when the file changed version while waiting for its lock.
+    func migrate(from fromVersion: Int, progress: ProgressHandler?) throws -> Double {
+        let target = bundle.targetVersion
+        let pending = Array(bundle.migrations[fromVersion..<target])
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
+        } catch {
+            throw failure("cannot open \(path) for migration: \(error)", from: fromVersion)
+        }
+        defer { try? queue.close() }
+        let started = ContinuousClock.now
+        do {
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.exclusive) {
+                    let current = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                    guard current == fromVersion else {
+                        throw AccountdError(
+                            .accountBusy,
+                            "account \(account) changed from version \(fromVersion) to \(current) while waiting for its lock; retry the switch",
+                            account: account.rawValue, fromVersion: fromVersion, toVersion: target)
+                    }
+                    var durations: [Double] = []
+                    for (index, migration) in pending.enumerated() {
+                        progress?(MigrationProgress(step: index + 1, of: pending.count, name: migration.name, version: migration.version))
+                        let stepStart = ContinuousClock.now
+                        do {
+                            try ScriptRunner.run(migration.script, file: migration.relativePath, in: db)
+                        } catch let error as ScriptRunner.Failure {
+                            throw failure(
+                                "migration \(error.location) failed: \(error.sqliteMessage)", from: fromVersion, file: error.file,
+                                line: error.line, resultCode: error.resultCode)
+                        }
+                        durations.append((ContinuousClock.now - stepStart).milliseconds)
+                    }
+                    try checkForeignKeys(db, pending: pending, from: fromVersion)
+                    try checkSchema(db, from: fromVersion)
+                    let now = Timestamp.now()
+                    for (migration, duration) in zip(pending, durations) {
+                        try AccountRecords.recordMigration(db, migration, appliedAt: now, durationMs: duration, method: "migrated")
+                    }
+                    let existing = try Int.fetchOne(db, sql: "SELECT value FROM accountd_meta WHERE key = 'last_compatible_version'") ?? 0
+                    try AccountRecords.setLastCompatibleVersion(db, max(existing, bundle.lastCompatibleVersion(upTo: target)))
+                    try db.execute(sql: "PRAGMA user_version = \(target)")
+                    return .commit
+                }
+            }
+        } catch let error as AccountdError {
+            throw error
+        } catch let error as DatabaseError {
+            throw failure("\(error.message ?? "\(error.resultCode)")", from: fromVersion, resultCode: error.resultCode)
+        }
+        return (ContinuousClock.now - started).milliseconds
+    }
+
+    private func checkForeignKeys(_ db: Database, pending: [Migration], from: Int) throws {
+        let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+        guard !violations.isEmpty else { return }
+        let described = violations.prefix(10).map { row -> String in
+            let rowid = (row["rowid"] as Int64?).map { "row \($0)" } ?? "a row"
+            return "table \(row["table"] as String) \(rowid) references a missing row in \(row["parent"] as String)"
+        } + (violations.count > 10 ? ["... and \(violations.count - 10) more"] : [])
+        if pending.contains(where: \.allowsForeignKeyViolations) { return }
+        throw AccountdError(
+            .migrationFailed,
+            "migrating account \(account) from version \(from) to \(bundle.targetVersion) left \(violations.count) foreign-key violation(s); "
+                + "rolled back, account \(account) stays at version \(from). Fix the migrations, or mark one "
+                + "'-- accountd: allow-foreign-key-violations'",
+            account: account.rawValue, file: path, fromVersion: from, toVersion: bundle.targetVersion, details: described)
+    }
+
+    private func checkSchema(_ db: Database, from: Int) throws {
+        let actual = try SchemaReader.read(db)
+        let differences = SchemaDiff(leftName: "the migrated file", rightName: "the bundle's target schema")
+            .differences(actual, bundle.targetSchema)
+        guard !differences.isEmpty else { return }
+        throw AccountdError(
+            .migrationFailed,
+            "migrating account \(account) from version \(from) to \(bundle.targetVersion) gave a schema that differs from the "
+                + "bundle's target (was the file's schema edited outside accountd?); rolled back, account \(account) stays at version \(from)",
+            account: account.rawValue, file: path, fromVersion: from, toVersion: bundle.targetVersion, details: differences)
+    }
+
+    private func failure(
+        _ what: String, from: Int, file: String? = nil, line: Int? = nil, resultCode: ResultCode? = nil
+    ) -> AccountdError {
+        let storageFailure = resultCode.map { [.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN].contains($0.primaryResultCode) } ?? false
+        return AccountdError(
+            storageFailure ? .storage : .migrationFailed,
+            "\(what); rolled back, account \(account) stays at version \(from) (target \(bundle.targetVersion))",
+            account: account.rawValue, file: file ?? path, line: line, fromVersion: from, toVersion: bundle.targetVersion)
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}

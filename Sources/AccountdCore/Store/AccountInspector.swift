@@ -1,0 +1,94 @@
+import AccountdProtocol
+import GRDB
+
+/// What an account file says about itself.
+struct AccountFacts: Sendable {
+    var version: Int
+    var lastCompatibleVersion: Int
+    var createdAt: String?
+    var applied: [AppliedMigration]
+}
+
+/// Reads an account file without changing a byte of it.
+///
+/// The file is opened read-only, so a refused file (foreign, corrupt, bound to
+/// another account) is left exactly as it was: no checkpoint, no recovery, no
+/// schema change.
+enum AccountInspector {
+    /// The checks that decide whether a file is a sound account file for `account`.
+    ///
+    /// - Parameter deep: also run SQLite's `quick_check` over every page.
+    /// - Throws: ``AccountdError`` of kind `accountCorrupt` with the reason, `accountBusy`
+    ///   when SQLite reports the file locked, or `storage` when it cannot be opened at all.
+    static func inspect(path: String, account: AccountName, deep: Bool) throws -> AccountFacts {
+        switch FileSystem.entry(at: path) {
+        case .missing:
+            throw AccountdError(.accountNotFound, "account \(account) has no file at \(path)", account: account.rawValue, file: path)
+        case .symlink:
+            throw AccountdError.corrupt(account, path: path, "is a symbolic link; accountd never follows links inside the data root")
+        case .directory, .other:
+            throw AccountdError.corrupt(account, path: path, "is not a regular file")
+        case .regularFile(let size):
+            if size == 0 {
+                throw AccountdError.corrupt(account, path: path, "is empty (0 bytes), not an accountd account file")
+            }
+            let header = try FileSystem.prefix(of: path, count: 100)
+            if header.count < 100 || !header.starts(with: Array("SQLite format 3\0".utf8)) {
+                throw AccountdError.corrupt(account, path: path, "is not a SQLite database (it lacks the SQLite file header)")
+            }
+        }
+        do {
+            let queue = try DatabaseQueue(
+                path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "inspect"))
+            defer { try? queue.close() }
+            return try queue.read { db in try facts(db, path: path, account: account, deep: deep) }
+        } catch let error as AccountdError {
+            throw error
+        } catch let error as DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                throw AccountdError(
+                    .accountBusy, "account \(account) is locked by another process; try again", account: account.rawValue,
+                    file: path)
+            case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM:
+                throw AccountdError(
+                    .storage, "account \(account): \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")",
+                    account: account.rawValue, file: path)
+            default:
+                throw AccountdError.corrupt(account, path: path, "cannot be read by SQLite: \(error.message ?? "\(error.resultCode)")")
+            }
+        }
+    }
+
+    /// The checks, on an open read-only connection.
+    static func facts(_ db: Database, path: String, account: AccountName, deep: Bool) throws -> AccountFacts {
+        let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        if applicationID != AccountRecords.applicationID {
+            throw AccountdError.corrupt(
+                account, path: path,
+                "is a SQLite database but not an accountd account file (application_id 0x\(String(UInt32(bitPattern: applicationID), radix: 16)), expected 0x61636374)")
+        }
+        if deep {
+            let problems = try String.fetchAll(db, sql: "PRAGMA quick_check(5)")
+            if problems != ["ok"] {
+                throw AccountdError.corrupt(
+                    account, path: path, "fails SQLite's integrity check: " + problems.joined(separator: "; "))
+            }
+        }
+        guard try db.tableExists("accountd_meta"), try db.tableExists("accountd_migrations") else {
+            throw AccountdError.corrupt(account, path: path, "has accountd's application_id but lacks its accountd_meta records")
+        }
+        let meta = try AccountRecords.meta(db)
+        let bound = meta["account"].flatMap { String.fromDatabaseValue($0) }
+        if bound != account.rawValue {
+            throw AccountdError.corrupt(
+                account, path: path,
+                "belongs to account \(bound.map { AccountName.quoted($0) } ?? "(none)"): it was renamed or copied from another account, and accountd will not use one account's data as another's")
+        }
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        let lastCompatible = meta["last_compatible_version"].flatMap { Int.fromDatabaseValue($0) } ?? version
+        return AccountFacts(
+            version: version, lastCompatibleVersion: lastCompatible,
+            createdAt: meta["created_at"].flatMap { String.fromDatabaseValue($0) }, applied: try AccountRecords.applied(db))
+    }
+}

@@ -1,0 +1,43 @@
+import AccountdProtocol
+
+/// How an account's file relates to the bundle, without opening it for writing.
+public struct AccountStatus: Sendable, Hashable {
+    /// The account's state, as `Status` reports it.
+    public enum State: String, Sendable, Hashable {
+        case current, outdated, tooNew = "too_new", compatibleNewer = "compatible_newer", corrupt, missing, migrating
+    }
+
+    public var account: AccountName
+    public var exists: Bool
+    /// The file's schema version; nil when missing or unreadable.
+    public var version: Int?
+    /// The bundle's target version.
+    public var target: Int
+    public var state: State
+    /// The file plus its WAL, in bytes.
+    public var sizeBytes: Int64
+    public var createdAt: String?
+    /// The newest applied migration.
+    public var lastMigration: AppliedMigration?
+    public var editedMigrations: [EditedMigration]
+    /// Why the file is corrupt, when it is.
+    public var problem: String?
+}
+
+/// The result of a full verification of an account file.
+public struct VerifyReport: Sendable, Hashable {
+    public var account: AccountName
+    /// `["ok"]`, or the problems `PRAGMA integrity_check` found.
+    public var integrity: [String]
+    /// Each foreign-key violation, in words; empty when there are none.
+    public var foreignKeys: [String]
+    /// Differences from the bundle's target schema; empty when the schema matches.
+    /// For a file at another version, one line saying so.
+    public var schema: [String]
+    public var editedMigrations: [EditedMigration]
+
+    /// True when nothing is wrong.
+    public var isHealthy: Bool {
+        integrity == ["ok"] && foreignKeys.isEmpty && schema.isEmpty && editedMigrations.isEmpty
+    }
+}

@@ -1,0 +1,101 @@
+import AccountdProtocol
+import Foundation
+
+/// The data root: where every account file, snapshot and the saved state live.
+///
+/// ```
+/// <data-root>/
+///   state.json                          the active account
+///   accounts/<account>.sqlite           one file per account (+ -wal / -shm)
+///   device.sqlite                       device-wide preferences
+///   snapshots/<account>/<name>.sqlite   copies taken before migrations and restores
+/// ```
+///
+/// Folders are 0700 and files 0600: nothing under the data root is ever
+/// world-readable. Paths are built only from validated ``AccountName``s.
+public struct DataRoot: Sendable {
+    /// The absolute path of the data root.
+    public let path: String
+
+    /// Opens (and creates, if needed) the data root at `path`, tightening folder modes to 0700.
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when a folder cannot be created.
+    public init(_ path: String) throws {
+        self.path = URL(fileURLWithPath: path).standardizedFileURL.path
+        try FileSystem.ensureDirectory(self.path)
+        try FileSystem.ensureDirectory(accountsDirectory)
+        try FileSystem.ensureDirectory(snapshotsDirectory)
+    }
+
+    public var accountsDirectory: String { path + "/accounts" }
+    public var snapshotsDirectory: String { path + "/snapshots" }
+    public var statePath: String { path + "/state.json" }
+    public var devicePath: String { path + "/device.sqlite" }
+
+    /// `accounts/<account>.sqlite`.
+    public func accountPath(_ account: AccountName) -> String {
+        accountsDirectory + "/" + account.rawValue + ".sqlite"
+    }
+
+    /// `snapshots/<account>`.
+    public func snapshotDirectory(_ account: AccountName) -> String {
+        snapshotsDirectory + "/" + account.rawValue
+    }
+
+    /// Every account that has a file, sorted by name. Files whose names are not valid
+    /// account names (temporary files, strays) are not accounts and are left out.
+    public func accountNames() -> [AccountName] {
+        FileSystem.contents(of: accountsDirectory).compactMap { file -> AccountName? in
+            guard file.hasSuffix(".sqlite") else { return nil }
+            return try? AccountName(String(file.dropLast(".sqlite".count)))
+        }.sorted()
+    }
+
+    /// The saved active account, or nil when none was saved.
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when `state.json` exists but cannot be read
+    ///   or names an invalid account.
+    public func savedActiveAccount() throws -> AccountName? {
+        guard FileSystem.exists(statePath) else { return nil }
+        let state: SavedState
+        do {
+            state = try JSONDecoder().decode(SavedState.self, from: Data(contentsOf: URL(fileURLWithPath: statePath)))
+        } catch {
+            throw AccountdError(
+                .storage, "\(statePath) cannot be read (\(error)); starting with no active account", file: statePath)
+        }
+        guard let active = state.active else { return nil }
+        do {
+            return try AccountName(active)
+        } catch {
+            throw AccountdError(.storage, "\(statePath) names an invalid account: \(error)", file: statePath)
+        }
+    }
+
+    /// Saves the active account atomically: temp file, fsync, rename, fsync folder.
+    public func saveActiveAccount(_ account: AccountName?) throws {
+        let state = SavedState(active: account?.rawValue, updatedAt: Timestamp.now())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try FileSystem.atomicWrite(try encoder.encode(state) + Data("\n".utf8), to: statePath)
+    }
+
+    private struct SavedState: Codable {
+        var active: String?
+        var updatedAt: String
+    }
+}
+
+/// Timestamps as accountd writes them: ISO 8601 in UTC with milliseconds.
+enum Timestamp {
+    static func now() -> String { string(Date()) }
+
+    static func string(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// A compact form for file names: `20261121T061000.123Z`.
+    static func compact(_ date: Date) -> String {
+        string(date).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
+    }
+}

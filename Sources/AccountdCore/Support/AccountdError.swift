@@ -1,0 +1,117 @@
+import AccountdProtocol
+
+/// The one error type of the core library.
+///
+/// Each error carries the facts a person needs to act: which account, which
+/// file and line, which versions, and what to do next. ``kind`` is what programs
+/// switch on; ``wireName`` maps it to the protocol's error name in one place.
+public struct AccountdError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a closed set that callers can compare against.
+    ///
+    /// A struct with a private code, so that adding a kind breaks no caller.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Code: String, Hashable, Sendable {
+            case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy
+            case migrationFailed, invalidBundle, snapshotNotFound, storage
+        }
+        private let code: Code
+        private init(_ code: Code) { self.code = code }
+
+        /// The name does not follow the account-name rules.
+        public static let invalidAccountName = Kind(.invalidAccountName)
+        /// No file exists for the account and creating one was not allowed.
+        public static let accountNotFound = Kind(.accountNotFound)
+        /// The file is at a newer version that this bundle cannot read.
+        public static let accountTooNew = Kind(.accountTooNew)
+        /// The file is not a sound accountd file for this account.
+        public static let accountCorrupt = Kind(.accountCorrupt)
+        /// Another operation holds the account.
+        public static let accountBusy = Kind(.accountBusy)
+        /// A migration (or the creation of a new account) failed and was rolled back.
+        public static let migrationFailed = Kind(.migrationFailed)
+        /// The schema bundle was refused at load.
+        public static let invalidBundle = Kind(.invalidBundle)
+        /// A named snapshot does not exist.
+        public static let snapshotNotFound = Kind(.snapshotNotFound)
+        /// The filesystem or SQLite failed in a way that is not the file's fault (disk full, permissions).
+        public static let storage = Kind(.storage)
+
+        public var description: String { code.rawValue }
+
+        /// The protocol error name for this kind.
+        public var wireName: ErrorName {
+            switch code {
+            case .invalidAccountName: .invalidAccountName
+            case .accountNotFound: .accountNotFound
+            case .accountTooNew: .accountTooNew
+            case .accountCorrupt: .accountCorrupt
+            case .accountBusy: .accountBusy
+            case .migrationFailed: .migrationFailed
+            case .snapshotNotFound: .snapshotNotFound
+            case .invalidBundle, .storage: .internalError
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var kind: Kind
+    /// A sentence for humans: what happened and what to do.
+    public var message: String
+    /// The account concerned, if any.
+    public var account: String?
+    /// The file concerned, if any (a migration, a bundle file, an account file).
+    public var file: String?
+    /// The 1-based line in ``file``, if known.
+    public var line: Int?
+    /// The version the account was at, where versions matter.
+    public var fromVersion: Int?
+    /// The version the operation aimed for.
+    public var toVersion: Int?
+    /// Further facts, one per entry, such as each schema difference.
+    public var details: [String]
+
+    public init(
+        _ kind: Kind, _ message: String, account: String? = nil, file: String? = nil,
+        line: Int? = nil, fromVersion: Int? = nil, toVersion: Int? = nil, details: [String] = []
+    ) {
+        self.kind = kind
+        self.message = message
+        self.account = account
+        self.file = file
+        self.line = line
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+        self.details = details
+    }
+
+    /// The wire name of this error.
+    public var wireName: ErrorName { kind.wireName }
+
+    public var description: String {
+        details.isEmpty ? message : message + "\n" + details.map { "  - " + $0 }.joined(separator: "\n")
+    }
+}
+
+extension AccountdError {
+    static func invalidName(_ error: InvalidAccountName) -> AccountdError {
+        AccountdError(.invalidAccountName, error.description, account: error.name)
+    }
+
+    static func corrupt(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
+        AccountdError(
+            .accountCorrupt,
+            "account \(account) is not usable: \(path) \(reason); the file was left untouched. "
+                + "Restore a snapshot with 'accountctl restore \(account)' or move the file aside.",
+            account: account.rawValue, file: path)
+    }
+
+    static func storage(_ what: String, path: String, errno code: Int32) -> AccountdError {
+        AccountdError(.storage, "\(what) \(path) failed: \(String(cString: strerror(code)))", file: path)
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

@@ -1,0 +1,25 @@
+import GRDB
+
+/// How accountd configures its SQLite connections, in one place.
+enum Connections {
+    /// A connection that runs bundle SQL.
+    ///
+    /// - Double-quoted string literals are accepted, as in the `sqlite3` shell, because
+    ///   bundles are plain SQL written for SQLite (mihon's history relies on them).
+    /// - `synchronous = FULL`: in WAL mode, NORMAL may lose the last commits on power loss,
+    ///   and accountd acknowledges nothing that a crash could lose.
+    static func configuration(foreignKeys: Bool, readonly: Bool = false, label: String) -> Configuration {
+        var config = Configuration()
+        config.label = label
+        config.readonly = readonly
+        config.foreignKeysEnabled = foreignKeys
+        config.acceptsDoubleQuotedStringLiterals = true
+        config.busyMode = .timeout(10)
+        if !readonly {
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+        }
+        return config
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The few filesystem operations the store needs, with the durability and
+/// permission rules spelled out: folders 0700, files 0600, no symlinks followed,
+/// and every atomic replacement done as temp file, fsync, rename, fsync folder.
+enum FileSystem {
+    /// What sits at a path, looked at without following a symlink.
+    enum Entry: Equatable {
+        case missing
+        case regularFile(size: Int64)
+        case directory
+        case symlink
+        case other
+    }
+
+    static func entry(at path: String) -> Entry {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .missing }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regularFile(size: Int64(info.st_size))
+        case S_IFDIR: return .directory
+        case S_IFLNK: return .symlink
+        default: return .other
+        }
+    }
+
+    static func exists(_ path: String) -> Bool { entry(at: path) != .missing }
+
+    /// The size in bytes of a regular file, or 0.
+    static func size(of path: String) -> Int64 {
+        if case .regularFile(let size) = entry(at: path) { return size }
+        return 0
+    }
+
+    /// Creates `path` as a 0700 folder, or tightens an existing one to 0700.
+    ///
+    /// - Throws: ``AccountdError`` when the path is a symlink or not a folder, or mkdir fails.
+    static func ensureDirectory(_ path: String) throws {
+        switch entry(at: path) {
+        case .directory:
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & 0o7777 != 0o700 {
+                guard chmod(path, 0o700) == 0 else {
+                    throw AccountdError.storage("setting mode 0700 on", path: path, errno: errno)
+                }
+            }
+        case .missing:
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty, parent != path, !exists(parent) {
+                try ensureDirectory(parent)
+            }
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw AccountdError.storage("creating folder", path: path, errno: errno)
+            }
+            // mkdir applies the umask; make the mode exact.
+            _ = chmod(path, 0o700)
+        default:
+            throw AccountdError(
+                .storage, "\(path) exists but is not a folder (symlinks are not followed); move it aside",
+                file: path)
+        }
+    }
+
+    /// Creates a new empty 0600 file, failing if anything already exists there.
+    static func createExclusive(_ path: String) throws {
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AccountdError.storage("creating", path: path, errno: errno) }
+        fchmod(fd, 0o600)
+        close(fd)
+    }
+
+    /// Flushes a file's data to stable storage.
+    static func fsyncFile(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw AccountdError.storage("fsync of", path: path, errno: errno) }
+    }
+
+    /// Flushes a folder, so that a rename or creation inside it survives power loss.
+    static func fsyncDirectory(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw AccountdError.storage("opening folder", path: path, errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw AccountdError.storage("fsync of folder", path: path, errno: errno) }
+    }
+
+    /// Renames atomically and makes the rename durable.
+    static func durableRename(_ from: String, to: String) throws {
+        guard rename(from, to) == 0 else { throw AccountdError.storage("renaming \(from) to", path: to, errno: errno) }
+        try fsyncDirectory((to as NSString).deletingLastPathComponent)
+    }
+
+    /// Removes a file; a missing file is not an error.
+    static func removeIfPresent(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw AccountdError.storage("removing", path: path, errno: errno)
+        }
+    }
+
+    /// Replaces `path` with `data` atomically: a reader sees the old bytes or the new, never a mix,
+    /// even after power loss. The file is 0600.
+    static func atomicWrite(_ data: Data, to path: String) throws {
+        let temp = (path as NSString).deletingLastPathComponent + "/." + (path as NSString).lastPathComponent
+            + ".tmp-\(getpid())"
+        try removeIfPresent(temp)
+        let fd = open(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AccountdError.storage("creating", path: temp, errno: errno) }
+        var failure: Int32 = 0
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == 0, fsync(fd) != 0 { failure = errno }
+        close(fd)
+        if failure != 0 {
+            unlink(temp)
+            throw AccountdError.storage("writing", path: temp, errno: failure)
+        }
+        try durableRename(temp, to: path)
+    }
+
+    /// Copies a regular file byte for byte into a new 0600 file and fsyncs it.
+    static func copyFile(_ source: String, to destination: String) throws {
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else { throw AccountdError.storage("opening", path: source, errno: errno) }
+        defer { close(input) }
+        let output = open(destination, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw AccountdError.storage("creating", path: destination, errno: errno) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = read(input, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw AccountdError.storage("reading", path: source, errno: errno)
+            }
+            if count == 0 { break }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes { write(output, $0.baseAddress! + offset, count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw AccountdError.storage("writing", path: destination, errno: errno)
+                }
+                offset += written
+            }
+        }
+        guard fsync(output) == 0 else { throw AccountdError.storage("fsync of", path: destination, errno: errno) }
+    }
+
+    /// The first `count` bytes of a file, or fewer if it is shorter.
+    static func prefix(of path: String, count: Int) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: count)
+        let got = read(fd, &buffer, count)
+        guard got >= 0 else { throw AccountdError.storage("reading", path: path, errno: errno) }
+        return Array(buffer.prefix(got))
+    }
+
+    /// The names in a folder, without `.` and `..`; empty when the folder is missing.
+    static func contents(of path: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+}

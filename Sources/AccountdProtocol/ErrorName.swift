@@ -1,0 +1,44 @@
+/// The error names that go on the wire.
+///
+/// The name is for programs and never changes; the message that travels with it
+/// is for humans. Every error the daemon can send is listed here, so that the
+/// daemon and `accountctl` agree on one spelling.
+public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public var description: String { rawValue }
+
+    /// The name without its interface prefix, e.g. `AccountTooNew`.
+    public var shortName: String {
+        rawValue.split(separator: ".").last.map(String.init) ?? rawValue
+    }
+
+    private static func accountd(_ name: String) -> ErrorName {
+        ErrorName(rawValue: "io.accountd.\(name)")
+    }
+
+    public static let invalidAccountName = accountd("InvalidAccountName")
+    public static let accountNotFound = accountd("AccountNotFound")
+    public static let accountTooNew = accountd("AccountTooNew")
+    public static let accountCorrupt = accountd("AccountCorrupt")
+    public static let accountBusy = accountd("AccountBusy")
+    public static let migrationFailed = accountd("MigrationFailed")
+    public static let noActiveAccount = accountd("NoActiveAccount")
+    public static let namespaceNotFound = accountd("NamespaceNotFound")
+    public static let keyNotFound = accountd("KeyNotFound")
+    public static let invalidValue = accountd("InvalidValue")
+    public static let permissionDenied = accountd("PermissionDenied")
+    public static let requestTooLarge = accountd("RequestTooLarge")
+    public static let invalidRequest = accountd("InvalidRequest")
+    public static let shuttingDown = accountd("ShuttingDown")
+    /// A snapshot named in `Restore` does not exist.
+    public static let snapshotNotFound = accountd("SnapshotNotFound")
+    /// Something failed inside the daemon; the details are in its log, never on the wire.
+    public static let internalError = accountd("InternalError")
+
+    public static let methodNotFound = ErrorName(rawValue: "org.varlink.service.MethodNotFound")
+    public static let invalidParameter = ErrorName(rawValue: "org.varlink.service.InvalidParameter")
+    public static let expectedMore = ErrorName(rawValue: "org.varlink.service.ExpectedMore")
+}

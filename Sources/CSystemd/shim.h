@@ -1,0 +1,7 @@
+#ifndef ACCOUNTD_CSYSTEMD_SHIM_H
+#define ACCOUNTD_CSYSTEMD_SHIM_H
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+
+#endif

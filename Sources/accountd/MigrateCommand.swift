@@ -1,0 +1,67 @@
+import AccountdCore
+import AccountdProtocol
+import ArgumentParser
+import Foundation
+
+/// `accountd migrate`: brings accounts to the bundle's version without a running daemon.
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Migrate accounts directly on the data root, without serving.",
+        discussion: """
+            Each account is opened as a switch would open it: created if --create is given and it is missing,
+            migrated (after a snapshot) if it is older than the bundle. Exit status 1 when any account failed.
+            """)
+
+    @Option(name: .long, help: "The data root.")
+    var dataRoot: String
+
+    @Option(name: .long, help: "The schema bundle folder.")
+    var schema: String
+
+    @Flag(name: .long, help: "Migrate every account under the data root.")
+    var all = false
+
+    @Flag(name: .long, help: "Create accounts that do not exist.")
+    var create = false
+
+    @Argument(help: "The accounts to migrate.")
+    var accounts: [String] = []
+
+    func validate() throws {
+        if all == !accounts.isEmpty {
+            throw ValidationError("name the accounts to migrate, or give --all")
+        }
+        for name in accounts {
+            if let problem = AccountName.problem(in: name) { throw ValidationError("\(AccountName.quoted(name)): \(problem)") }
+        }
+    }
+
+    func run() throws {
+        let bundle: SchemaBundle
+        let root: DataRoot
+        do {
+            bundle = try SchemaBundle.load(from: schema)
+            root = try DataRoot(dataRoot)
+        } catch {
+            FileHandle.standardError.write(Data("accountd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let store = AccountStore(root: root, bundle: bundle)
+        let names = all ? root.accountNames() : accounts.map { try! AccountName($0) }
+        var failed = 0
+        for name in names {
+            do {
+                let outcome = try store.open(name, create: create) { step in
+                    FileHandle.standardError.write(Data("\(name): step \(step.step)/\(step.of) \(step.name)\n".utf8))
+                }
+                let from = outcome.fromVersion.map { " from version \($0)" } ?? ""
+                print("\(name): \(outcome.action.rawValue)\(from), now at version \(outcome.version)")
+            } catch {
+                failed += 1
+                FileHandle.standardError.write(Data("accountd: \(name): \(error)\n".utf8))
+            }
+        }
+        if failed > 0 { throw ExitCode(1) }
+    }
+}

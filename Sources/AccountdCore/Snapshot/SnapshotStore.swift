@@ -39,7 +39,7 @@ struct SnapshotStore: Sendable {
         do {
             let queue = try DatabaseQueue(
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
-            try queue.read { db in try db.execute(sql: "VACUUM INTO ?", arguments: [temp]) }
+            try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [temp]) }
             try queue.close()
             try FileSystem.fsyncFile(temp)
             try FileSystem.durableRename(temp, to: path)

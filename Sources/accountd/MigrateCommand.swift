@@ -56,7 +56,10 @@ struct MigrateCommand: ParsableCommand {
                     FileHandle.standardError.write(Data("\(name): step \(step.step)/\(step.of) \(step.name)\n".utf8))
                 }
                 let from = outcome.fromVersion.map { " from version \($0)" } ?? ""
-                print("\(name): \(outcome.action.rawValue)\(from), now at version \(outcome.version)")
+                var timing = "total \(Self.ms(outcome.durationMs))"
+                if let snapshot = outcome.snapshotMs { timing += ", snapshot \(Self.ms(snapshot))" }
+                if let migration = outcome.migrationMs { timing += ", migration \(Self.ms(migration))" }
+                print("\(name): \(outcome.action.rawValue)\(from), now at version \(outcome.version) (\(timing))")
             } catch {
                 failed += 1
                 FileHandle.standardError.write(Data("accountd: \(name): \(error)\n".utf8))
@@ -64,4 +67,6 @@ struct MigrateCommand: ParsableCommand {
         }
         if failed > 0 { throw ExitCode(1) }
     }
+
+    private static func ms(_ value: Double) -> String { String(format: "%.1f ms", value) }
 }

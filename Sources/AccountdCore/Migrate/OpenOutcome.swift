@@ -30,6 +30,8 @@ public struct OpenOutcome: Sendable, Hashable {
     public var durationMs: Double
     /// Wall time of the migration transaction alone (no inspection, no snapshot), in milliseconds.
     public var migrationMs: Double?
+    /// Wall time of the snapshot taken before a migration, in milliseconds.
+    public var snapshotMs: Double?
 }
 
 /// An applied migration whose file in the bundle no longer matches what was applied.

@@ -68,12 +68,12 @@ public final class AccountStore: Sendable {
         func outcome(
             _ action: OpenOutcome.Action, from: Int? = nil, version: Int, compatible: Bool = false,
             method: SchemaBundle.CreationMethod? = nil, snapshot: SnapshotInfo? = nil, edited: [EditedMigration] = [],
-            migrationMs: Double? = nil
+            migrationMs: Double? = nil, snapshotMs: Double? = nil
         ) -> OpenOutcome {
             OpenOutcome(
                 account: account, action: action, fromVersion: from, version: version, compatible: compatible,
                 creationMethod: method, snapshot: snapshot, editedMigrations: edited,
-                durationMs: (ContinuousClock.now - started).milliseconds, migrationMs: migrationMs)
+                durationMs: (ContinuousClock.now - started).milliseconds, migrationMs: migrationMs, snapshotMs: snapshotMs)
         }
 
         if FileSystem.entry(at: path) == .missing {
@@ -94,12 +94,15 @@ public final class AccountStore: Sendable {
             try runOnOpen(account, path: path)
             return outcome(.opened, version: target, edited: edited)
         case ..<target:
+            let snapshotStart = ContinuousClock.now
             let snapshot = try snapshots.take(account, source: path, reason: "before-migrate")
+            let snapshotMs = (ContinuousClock.now - snapshotStart).milliseconds
             let migrationMs = try Migrator(bundle: bundle, account: account, path: path)
                 .migrate(from: facts.version, progress: progress)
             try runOnOpen(account, path: path)
             return outcome(
-                .migrated, from: facts.version, version: target, snapshot: snapshot, edited: edited, migrationMs: migrationMs)
+                .migrated, from: facts.version, version: target, snapshot: snapshot, edited: edited, migrationMs: migrationMs,
+                snapshotMs: snapshotMs)
         default:
             guard facts.lastCompatibleVersion <= target else {
                 throw AccountdError(

@@ -54,7 +54,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
             ]),
 
         .executableTarget(
@@ -70,6 +72,7 @@ let package = Package(
             dependencies: [
                 "AccountdProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
 
         .testTarget(name: "AccountdProtocolTests", dependencies: ["AccountdProtocol"]),

@@ -1,10 +1,13 @@
 import AccountdCore
 import ArgumentParser
 
+/// `accountd`: serve (the default), or migrate accounts offline.
 @main
-struct Accountd: ParsableCommand {
+struct Accountd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accountd",
         abstract: "Keep one SQLite file per account, initialised or migrated before use.",
-        subcommands: [MigrateCommand.self])
+        version: AccountdVersion.current,
+        subcommands: [ServeCommand.self, MigrateCommand.self],
+        defaultSubcommand: ServeCommand.self)
 }

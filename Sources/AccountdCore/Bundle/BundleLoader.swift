@@ -149,7 +149,7 @@ struct BundleLoader {
     private func run(_ script: SQLScript, file: String, in db: Database) throws {
         do {
             try ScriptRunner.run(script, file: file, in: db)
-        } catch let error as ScriptRunner.Failure {
+        } catch {
             throw AccountdError(
                 .invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
         }

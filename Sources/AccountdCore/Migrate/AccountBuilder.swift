@@ -80,7 +80,7 @@ struct AccountBuilder {
     private func run(_ script: SQLScript, file: String, _ db: Database) throws {
         do {
             try ScriptRunner.run(script, file: file, in: db)
-        } catch let error as ScriptRunner.Failure {
+        } catch {
             throw AccountdError(
                 .migrationFailed, "creating account \(account): \(error.location) failed: \(error.sqliteMessage); nothing was created",
                 account: account.rawValue, file: error.file, line: error.line, toVersion: bundle.targetVersion)

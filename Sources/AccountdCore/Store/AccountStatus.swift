@@ -22,6 +22,22 @@ public struct AccountStatus: Sendable, Hashable {
     public var editedMigrations: [EditedMigration]
     /// Why the file is corrupt, when it is.
     public var problem: String?
+
+    public init(
+        account: AccountName, exists: Bool, version: Int?, target: Int, state: State, sizeBytes: Int64, createdAt: String? = nil,
+        lastMigration: AppliedMigration? = nil, editedMigrations: [EditedMigration] = [], problem: String? = nil
+    ) {
+        self.account = account
+        self.exists = exists
+        self.version = version
+        self.target = target
+        self.state = state
+        self.sizeBytes = sizeBytes
+        self.createdAt = createdAt
+        self.lastMigration = lastMigration
+        self.editedMigrations = editedMigrations
+        self.problem = problem
+    }
 }
 
 /// The result of a full verification of an account file.

@@ -1,0 +1,41 @@
+import AccountdCore
+import Logging
+
+/// Everything the daemon is configured with, resolved from flags, environment,
+/// the config file and built-in defaults, in that order of precedence.
+public struct DaemonSettings: Sendable {
+    /// The data root (`data.root`, `ACCOUNTD_DATA_ROOT`, `--data-root`).
+    public var dataRoot: String
+    /// The socket path (`socket.path`, `ACCOUNTD_SOCKET_PATH`, `--socket`).
+    public var socketPath: String
+    /// The socket's file mode (`socket.mode`, octal text, default "0660").
+    public var socketMode: UInt32
+    /// The schema bundle folder (`schema.dir`, `ACCOUNTD_SCHEMA_DIR`, `--schema`).
+    public var schemaDirectory: String
+    /// The log level (`log.level`, `ACCOUNTD_LOG_LEVEL`, `--log-level`).
+    public var logLevel: Logger.Level
+    /// The longest request line accepted, in bytes (`requests.maxBytes`, default 1 MiB).
+    public var maximumRequestBytes: Int
+    /// How long an operation waits for another on the same account (`accounts.lockTimeoutSeconds`).
+    public var lockTimeoutSeconds: Double
+    /// Snapshots kept per account (`accounts.snapshotsToKeep`).
+    public var snapshotsToKeep: Int
+    /// Run `quick_check` when an account is first opened (`accounts.checkIntegrityOnOpen`).
+    public var checkIntegrityOnOpen: Bool
+    /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: the core count).
+    public var migrateConcurrency: Int
+    /// Admin peers by uid, besides root and the daemon's own uid (`admin.users`).
+    public var adminUsers: [UInt32]
+    /// Admin peers by group id (`admin.groups`).
+    public var adminGroups: [UInt32]
+    /// The config file that was read, if any.
+    public var configFile: String?
+
+    public var storeOptions: AccountStore.Options {
+        var options = AccountStore.Options()
+        options.snapshotsToKeep = snapshotsToKeep
+        options.lockTimeout = .milliseconds(Int64(lockTimeoutSeconds * 1000))
+        options.checkIntegrityOnOpen = checkIntegrityOnOpen
+        return options
+    }
+}

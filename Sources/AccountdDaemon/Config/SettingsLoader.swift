@@ -1,0 +1,157 @@
+import Configuration
+import Foundation
+import Logging
+
+/// Resolves ``DaemonSettings`` with swift-configuration.
+///
+/// Precedence, highest first: command-line flags, environment variables
+/// (`ACCOUNTD_` + the key in upper case with `_` for `.`), the YAML config file,
+/// and built-in defaults. The defaults follow systemd's `STATE_DIRECTORY`,
+/// `RUNTIME_DIRECTORY` and `CONFIGURATION_DIRECTORY` when they are set.
+public struct SettingsLoader: Sendable {
+    /// Values given as flags; nil means "not given".
+    public struct Flags: Sendable {
+        public var config: String?
+        public var dataRoot: String?
+        public var socket: String?
+        public var schema: String?
+        public var logLevel: String?
+
+        public init(config: String? = nil, dataRoot: String? = nil, socket: String? = nil, schema: String? = nil, logLevel: String? = nil) {
+            self.config = config
+            self.dataRoot = dataRoot
+            self.socket = socket
+            self.schema = schema
+            self.logLevel = logLevel
+        }
+    }
+
+    /// A setting that could not be used.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public var flags: Flags
+    public var environment: [String: String]
+
+    public init(flags: Flags, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.flags = flags
+        self.environment = environment
+    }
+
+    /// The config file to read: `--config`, else `ACCOUNTD_CONFIG`, else
+    /// `$CONFIGURATION_DIRECTORY/accountd.yaml`, else `/etc/accountd/accountd.yaml` (used only if it exists).
+    public var configFile: (path: String, required: Bool) {
+        if let path = flags.config { return (path, true) }
+        if let path = environment["ACCOUNTD_CONFIG"] { return (path, true) }
+        if let dir = environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first { return (dir + "/accountd.yaml", false) }
+        return ("/etc/accountd/accountd.yaml", false)
+    }
+
+    /// Reads every source and returns the resolved settings.
+    ///
+    /// - Throws: ``Failure`` naming the setting and the source that is wrong.
+    public func load() async throws -> DaemonSettings {
+        let file = configFile
+        if file.required && !FileManager.default.fileExists(atPath: file.path) {
+            throw Failure(description: "config file \(file.path) does not exist")
+        }
+        let yaml: FileProvider<YAMLSnapshot>
+        do {
+            yaml = try await FileProvider<YAMLSnapshot>(filePath: .init(file.path), allowMissing: true)
+        } catch {
+            throw Failure(description: "config file \(file.path) cannot be read: \(error)")
+        }
+        var given: [AbsoluteConfigKey: ConfigValue] = [:]
+        func set(_ key: AbsoluteConfigKey, _ value: String?) {
+            if let value { given[key] = .init(.string(value), isSecret: false) }
+        }
+        set("data.root", flags.dataRoot)
+        set("socket.path", flags.socket)
+        set("schema.dir", flags.schema)
+        set("log.level", flags.logLevel)
+
+        let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        let defaults: [AbsoluteConfigKey: ConfigValue] = [
+            "data.root": .init(.string(state ?? "/var/lib/accountd"), isSecret: false),
+            "socket.path": .init(.string((runtime ?? "/run/accountd") + "/accountd.sock"), isSecret: false),
+            "socket.mode": .init(.string("0660"), isSecret: false),
+            "schema.dir": .init(.string("/usr/local/share/accountd/schema"), isSecret: false),
+            "log.level": .init(.string("info"), isSecret: false),
+            "requests.maxBytes": .init(.int(1 << 20), isSecret: false),
+            "accounts.lockTimeoutSeconds": .init(.double(30), isSecret: false),
+            "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
+            "accounts.checkIntegrityOnOpen": .init(.bool(true), isSecret: false),
+            "accounts.migrateConcurrency": .init(.int(ProcessInfo.processInfo.activeProcessorCount), isSecret: false),
+            "admin.users": .init(.stringArray([]), isSecret: false),
+            "admin.groups": .init(.stringArray([]), isSecret: false),
+        ]
+        let reader = ConfigReader(providers: [
+            InMemoryProvider(name: "flags", values: given),
+            EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "accountd"),
+            yaml,
+            InMemoryProvider(name: "defaults", values: defaults),
+        ])
+
+        func string(_ key: ConfigKey) throws -> String {
+            do { return try reader.requiredString(forKey: key) } catch {
+                throw Failure(description: "setting \(key) is not valid text: \(error)")
+            }
+        }
+        func int(_ key: ConfigKey, _ range: ClosedRange<Int>) throws -> Int {
+            let value: Int
+            do { value = try reader.requiredInt(forKey: key) } catch {
+                throw Failure(description: "setting \(key) must be a whole number: \(error)")
+            }
+            guard range.contains(value) else { throw Failure(description: "setting \(key) is \(value); it must be within \(range)") }
+            return value
+        }
+        func ids(_ key: ConfigKey, lookup: (String) -> UInt32?) throws -> [UInt32] {
+            let names: [String]
+            do { names = try reader.requiredStringArray(forKey: key) } catch {
+                throw Failure(description: "setting \(key) must be a list of names or numeric ids, quoted in YAML: \(error)")
+            }
+            return try names.map { name in
+                if let id = UInt32(name) { return id }
+                guard let id = lookup(name) else { throw Failure(description: "setting \(key): no such user or group '\(name)'") }
+                return id
+            }
+        }
+
+        let levelText = try string("log.level")
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw Failure(description: "setting log.level is '\(levelText)'; use trace, debug, info, notice, warning, error or critical")
+        }
+        let modeText = try string("socket.mode")
+        guard let mode = UInt32(modeText, radix: 8), mode <= 0o777 else {
+            throw Failure(description: "setting socket.mode is '\(modeText)'; write it in octal text, e.g. \"0660\"")
+        }
+        let timeout: Double
+        do { timeout = try reader.requiredDouble(forKey: "accounts.lockTimeoutSeconds") } catch {
+            throw Failure(description: "setting accounts.lockTimeoutSeconds must be a number of seconds: \(error)")
+        }
+        let checkIntegrity: Bool
+        do { checkIntegrity = try reader.requiredBool(forKey: "accounts.checkIntegrityOnOpen") } catch {
+            throw Failure(description: "setting accounts.checkIntegrityOnOpen must be true or false: \(error)")
+        }
+        return DaemonSettings(
+            dataRoot: try absolute(string("data.root")),
+            socketPath: try absolute(string("socket.path")),
+            socketMode: mode,
+            schemaDirectory: try absolute(string("schema.dir")),
+            logLevel: level,
+            maximumRequestBytes: try int("requests.maxBytes", 64...(256 << 20)),
+            lockTimeoutSeconds: timeout,
+            snapshotsToKeep: try int("accounts.snapshotsToKeep", 1...1000),
+            checkIntegrityOnOpen: checkIntegrity,
+            migrateConcurrency: try int("accounts.migrateConcurrency", 1...64),
+            adminUsers: try ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
+            adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
+            configFile: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
+    }
+
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

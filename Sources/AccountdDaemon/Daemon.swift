@@ -1,0 +1,60 @@
+import AccountdCore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Starts accountd: checks the data root and the bundle, opens the saved active
+/// account, serves until SIGTERM, and shuts down gracefully.
+public enum Daemon {
+    /// Runs the daemon with resolved settings.
+    ///
+    /// Ready (and `READY=1` to systemd) means the socket accepts connections and the saved
+    /// active account is open.
+    ///
+    /// - Throws: when the data root, the bundle or the socket cannot be used; the error says which.
+    public static func run(settings: DaemonSettings, logger: Logger) async throws {
+        umask(0o077)
+        let root = try DataRoot(settings.dataRoot)
+        let lock = try DataRootLock(root: root.path)
+        defer { _ = lock }
+        let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
+        logger.info(
+            "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.migrations.count) migrations, new accounts from \(bundle.creationMethod.rawValue)")
+        let store = AccountStore(root: root, bundle: bundle, options: settings.storeOptions)
+        let pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
+        let hub = EventHub()
+        let service = AccountService(store: store, pool: pool, hub: hub, logger: logger)
+        await service.restoreSavedAccount()
+
+        let policy = AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups)
+        let dispatcher = Dispatcher(
+            service: service, policy: policy, logger: logger, temporaryDirectory: root.path + "/tmp",
+            migrateConcurrency: settings.migrateConcurrency)
+        let listener: SocketServer.Listener =
+            if let passed = SocketActivation.passedSocket() {
+                .adopt(fd: passed.fd, description: "fd \(passed.fd), \(passed.name)")
+            } else {
+                .bind(path: settings.socketPath, mode: settings.socketMode)
+            }
+        let server = SocketServer(
+            listener: listener, dispatcher: dispatcher, hub: hub, maximumRequestBytes: settings.maximumRequestBytes,
+            logger: logger,
+            onReady: {
+                Task {
+                    await service.setPhase(.serving)
+                    let active = await service.active
+                    let status = active.map { "serving; active account \($0)" } ?? "serving; no active account"
+                    SystemdNotifier.ready(status: status)
+                    logger.notice("accountd \(AccountdVersion.current) ready: \(status)")
+                }
+            })
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        SystemdNotifier.stopping()
+        await service.setPhase(.stopping)
+        try? await pool.shutdown()
+        logger.notice("accountd stopped")
+    }
+}

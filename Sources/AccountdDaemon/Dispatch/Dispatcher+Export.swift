@@ -1,0 +1,83 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+
+extension Dispatcher {
+    func export(_ parameters: Parameters, writer: ReplyWriter) async throws {
+        let account = try parameters.requiredAccount()
+        let formatName = try parameters.string("format") ?? "jsonl"
+        guard let format = ExportFormat(rawValue: formatName) else {
+            throw ProtocolError(
+                .invalidParameter, "format '\(formatName.prefix(32))' is not one of jsonl, sql, sqlite", facts: [("parameter", "format")])
+        }
+        let path = service.root.accountPath(account)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
+        }
+        try await writer.flush()
+        let exporter = Exporter(path: path, account: account, temporaryDirectory: temporaryDirectory)
+        let write = writer.blockingWrite
+        let summary = try await service.pool.run {
+            var sink = ReplySink(write: write)
+            let summary = try exporter.export(format, to: &sink)
+            try sink.flush()
+            return summary
+        }
+        var final: [(String, JSONValue)] = [("format", .string(format.rawValue))]
+        switch format {
+        case .jsonl:
+            final.append(("tables", .object(summary.tables.sorted { $0.key < $1.key }.map { ($0.key, JSONValue($0.value)) })))
+            final.append(("rows", JSONValue(summary.rows)))
+        case .sql:
+            final.append(("statements", JSONValue(summary.statements)))
+        case .sqlite:
+            final.append(("sizeBytes", .int(summary.sizeBytes)))
+            final.append(("sha256", .string(summary.sha256)))
+        }
+        try await writer.send(Reply(parameters: .object(final)))
+    }
+}
+
+/// Wraps exported data in streamed replies and writes them in 64 KiB pieces.
+struct ReplySink: ExportSink {
+    let write: @Sendable ([UInt8]) throws -> Void
+    private var buffer: [UInt8] = []
+    private static let threshold = 64 * 1024
+    private static let rowPrefix = Array("{\"parameters\":".utf8)
+    private static let suffix = Array(",\"continues\":true}\n".utf8)
+
+    init(write: @escaping @Sendable ([UInt8]) throws -> Void) {
+        self.write = write
+        buffer.reserveCapacity(Self.threshold + 4096)
+    }
+
+    mutating func row(_ json: UnsafeBufferPointer<UInt8>) throws {
+        buffer.append(contentsOf: Self.rowPrefix)
+        buffer.append(contentsOf: json)
+        buffer.append(contentsOf: Self.suffix)
+        if buffer.count >= Self.threshold { try flush() }
+    }
+
+    mutating func sql(_ text: String) throws {
+        var line = "{\"parameters\":{\"sql\":"
+        JSONValue.writeString(text, to: &line)
+        line += "}"
+        buffer.append(contentsOf: line.utf8)
+        buffer.append(contentsOf: Self.suffix)
+        if buffer.count >= Self.threshold { try flush() }
+    }
+
+    mutating func bytes(_ chunk: UnsafeRawBufferPointer) throws {
+        buffer.append(contentsOf: "{\"parameters\":{\"data\":\"".utf8)
+        buffer.append(contentsOf: Data(chunk).base64EncodedString().utf8)
+        buffer.append(contentsOf: "\"}".utf8)
+        buffer.append(contentsOf: Self.suffix)
+        if buffer.count >= Self.threshold { try flush() }
+    }
+
+    mutating func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try write(buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

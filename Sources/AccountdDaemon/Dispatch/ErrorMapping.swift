@@ -1,0 +1,32 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// Maps every error to its wire form, in one place.
+///
+/// Core errors keep their message and facts. Anything unexpected goes out as
+/// `InternalError` with a reference; its details are logged, never sent.
+enum ErrorMapping {
+    static func reply(for error: any Error, method: Method, logger: Logger) -> Reply {
+        switch error {
+        case let error as ProtocolError:
+            return error.reply
+        case let error as AccountdError:
+            var facts: [(String, JSONValue)] = [("message", .string(error.message))]
+            if let account = error.account { facts.append(("account", .string(account))) }
+            if let file = error.file { facts.append(("file", .string(file))) }
+            if let line = error.line { facts.append(("line", JSONValue(line))) }
+            if let from = error.fromVersion { facts.append(("fromVersion", JSONValue(from))) }
+            if let to = error.toVersion { facts.append(("toVersion", JSONValue(to))) }
+            if !error.details.isEmpty { facts.append(("details", .array(error.details.map { .string($0) }))) }
+            return Reply(error: error.wireName, parameters: .object(facts))
+        case let error as InvalidAccountName:
+            return ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(error.name))]).reply
+        default:
+            let reference = String(UUID().uuidString.prefix(8)).lowercased()
+            logger.error("internal error \(reference) in \(method.rawValue): \(error)", metadata: ["error": "\(error)"])
+            return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
+        }
+    }
+}

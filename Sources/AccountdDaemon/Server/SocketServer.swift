@@ -1,0 +1,102 @@
+import AccountdProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// The Unix-socket server: binds (or adopts) the socket and runs one ``Connection`` per client.
+struct SocketServer: Service {
+    /// Where the listening socket comes from.
+    enum Listener: Sendable {
+        /// Bind `path` ourselves, with `mode`; the file is removed again on exit.
+        case bind(path: String, mode: UInt32)
+        /// Serve on a socket handed over by systemd; it is never unlinked.
+        case adopt(fd: CInt, description: String)
+    }
+
+    let listener: Listener
+    let dispatcher: Dispatcher
+    let hub: EventHub
+    let maximumRequestBytes: Int
+    let logger: Logger
+    /// Called once the socket accepts connections.
+    let onReady: @Sendable () -> Void
+
+    func run() async throws {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<(NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerCredentials)> = { channel in
+            guard let provider = channel as? SocketOptionProvider else {
+                return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+            }
+            return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
+                .flatMapThrowing { (credentials: UCred) in
+                    (
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
+                        PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+                    )
+                }
+        }
+        let server: NIOAsyncChannel<(NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerCredentials), Never>
+        switch listener {
+        case .bind(let path, let mode):
+            try Self.refuseLiveSocket(at: path)
+            let previous = umask(0o117)
+            defer { umask(previous) }
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+            guard chmod(path, mode_t(mode)) == 0 else {
+                throw SocketError(message: "cannot set mode \(String(mode, radix: 8)) on socket \(path): \(String(cString: strerror(errno)))")
+            }
+            logger.info("listening on \(path) (mode \(String(mode, radix: 8)))")
+        case .adopt(let fd, let description):
+            server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
+            logger.info("listening on the socket systemd passed (\(description))")
+        }
+        onReady()
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { connections in
+                for try await (channel, peer) in connections.cancelOnGracefulShutdown() {
+                    group.addTask {
+                        await Connection(
+                            channel: channel, peer: peer, dispatcher: dispatcher, hub: hub,
+                            maximumRequestBytes: maximumRequestBytes, logger: logger
+                        ).run()
+                    }
+                }
+            }
+            // No new connections; the ones open finish their current request.
+            hub.finishAll()
+        }
+    }
+
+    /// Refuses to take over a socket path where another daemon is still answering.
+    static func refuseLiveSocket(at path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw SocketError(message: "\(path) exists and is not a socket; move it aside or choose another --socket")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            let bytes = Array(path.utf8.prefix(buffer.count - 1))
+            buffer.copyBytes(from: bytes)
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if connected == 0 {
+            throw SocketError(message: "another accountd is already serving on \(path); stop it first or choose another --socket")
+        }
+    }
+}
+
+struct SocketError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

@@ -1,0 +1,230 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// The daemon's shared state: the store, the active account and who is migrating.
+///
+/// This is the one actor of the daemon: every connection shares it. Blocking work
+/// runs on ``BlockingPool`` threads, so while one account migrates the actor keeps
+/// answering `Status`, `Info` and operations on other accounts.
+actor AccountService {
+    /// Where the daemon is in its life.
+    enum Phase: Sendable {
+        case starting, serving, stopping
+    }
+
+    /// What a completed switch did.
+    struct SwitchResult: Sendable {
+        var outcome: OpenOutcome
+        var previous: AccountName?
+    }
+
+    let root: DataRoot
+    let store: AccountStore
+    let pool: BlockingPool
+    let hub: EventHub
+    let board = MigrationBoard()
+    let logger: Logger
+    let startedAt = Date()
+    private(set) var phase: Phase = .starting
+    private(set) var active: AccountName?
+    private var activeVersion: Int?
+
+    init(store: AccountStore, pool: BlockingPool, hub: EventHub, logger: Logger) {
+        self.root = store.root
+        self.store = store
+        self.pool = pool
+        self.hub = hub
+        self.logger = logger
+    }
+
+    var bundle: SchemaBundle { store.bundle }
+
+    func setPhase(_ phase: Phase) { self.phase = phase }
+
+    /// Opens the account saved in `state.json`, so the daemon is ready in SPEC's sense.
+    func restoreSavedAccount() async {
+        let saved: AccountName?
+        do {
+            saved = try root.savedActiveAccount()
+        } catch {
+            logger.error("\(error)")
+            return
+        }
+        guard let saved else { return }
+        do {
+            let result = try await switchTo(saved, create: false, save: false, progress: nil)
+            logger.info(
+                "restored active account \(saved): \(result.outcome.action.rawValue) at version \(result.outcome.version)",
+                metadata: ["account": "\(saved)"])
+        } catch {
+            logger.error(
+                "the saved active account \(saved) could not be opened, starting with no active account: \(error)",
+                metadata: ["account": "\(saved)"])
+        }
+    }
+
+    /// Brings `account` to the bundle's version and makes it active.
+    ///
+    /// A failed switch leaves the previous account active.
+    func switchTo(
+        _ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?
+    ) async throws -> SwitchResult {
+        let store = store
+        let board = board
+        let hub = hub
+        board.begin(account)
+        defer { board.end(account) }
+        let outcome = try await pool.run {
+            try store.open(account, create: create) { step in
+                board.progress(account, step)
+                hub.publish([
+                    "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
+                    "of": JSONValue(step.of), "name": .string(step.name), "version": JSONValue(step.version),
+                ])
+                progress?(step)
+            }
+        }
+        if save, active != account {
+            try await pool.run { [root] in try root.saveActiveAccount(account) }
+        }
+        let previous = active
+        active = account
+        activeVersion = outcome.version
+        logSwitch(outcome)
+        hub.publish([
+            "event": "switched", "account": .string(account.rawValue), "previous": JSONValue(previous?.rawValue),
+            "action": .string(outcome.action.rawValue), "version": JSONValue(outcome.version),
+        ])
+        return SwitchResult(outcome: outcome, previous: previous)
+    }
+
+    private func logSwitch(_ outcome: OpenOutcome) {
+        var metadata: Logger.Metadata = ["account": "\(outcome.account)"]
+        switch outcome.action {
+        case .migrated:
+            metadata["migration_from"] = "\(outcome.fromVersion ?? 0)"
+            metadata["migration_to"] = "\(outcome.version)"
+            logger.notice(
+                "account \(outcome.account) migrated from version \(outcome.fromVersion ?? 0) to \(outcome.version) in \(Int(outcome.durationMs)) ms",
+                metadata: metadata)
+        case .created:
+            logger.notice("account \(outcome.account) created at version \(outcome.version)", metadata: metadata)
+        case .opened:
+            logger.info("switched to account \(outcome.account) at version \(outcome.version)", metadata: metadata)
+        }
+        for edited in outcome.editedMigrations {
+            logger.warning(
+                "account \(outcome.account): migration \(edited.name) changed since it was applied (sha256 \(edited.appliedSHA256.prefix(12)) then, \(edited.bundleSHA256.prefix(12)) now); shipped migrations must not be edited",
+                metadata: metadata)
+        }
+    }
+
+    /// The daemon-wide status.
+    func daemonStatus() -> JSONValue {
+        let state: String =
+            if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
+        return [
+            "active": JSONValue(active?.rawValue), "state": .string(state),
+            "version": activeVersion.map { JSONValue($0) } ?? .null, "bundleVersion": JSONValue(bundle.targetVersion),
+        ]
+    }
+
+    /// One account's status; never waits for a migration.
+    func accountStatus(_ account: AccountName) async throws -> AccountStatus {
+        if board.isMigrating(account) {
+            var status = AccountStatus(
+                account: account, exists: true, version: nil, target: bundle.targetVersion, state: .migrating, sizeBytes: 0,
+                createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
+            status.sizeBytes = FileSize.of(root.accountPath(account))
+            return status
+        }
+        let store = store
+        return try await pool.run { store.status(account) }
+    }
+
+    /// Every account with its size, and with `details` its version and state.
+    func list(details: Bool) async throws -> [(AccountName, Int64, AccountStatus?)] {
+        let store = store
+        let board = board
+        return try await pool.run {
+            store.root.accountNames().map { account in
+                let size = FileSize.of(store.root.accountPath(account))
+                guard details else { return (account, size, nil) }
+                var status = store.status(account)
+                if board.isMigrating(account) { status.state = .migrating }
+                return (account, size, status)
+            }
+        }
+    }
+
+    /// Migrates one account without making it active.
+    func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
+        let store = store
+        let board = board
+        let hub = hub
+        board.begin(account)
+        defer { board.end(account) }
+        let outcome = try await pool.run {
+            try store.open(account, create: false) { step in
+                board.progress(account, step)
+                hub.publish([
+                    "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
+                    "of": JSONValue(step.of), "name": .string(step.name), "version": JSONValue(step.version),
+                ])
+            }
+        }
+        if outcome.action == .migrated { logSwitch(outcome) }
+        if account == active { activeVersion = outcome.version }
+        return outcome
+    }
+
+    func verify(_ account: AccountName) async throws -> VerifyReport {
+        let store = store
+        return try await pool.run { try store.verify(account) }
+    }
+
+    func snapshots(_ account: AccountName) async throws -> [SnapshotInfo] {
+        let store = store
+        return try await pool.run {
+            guard FileManager.default.fileExists(atPath: store.root.accountPath(account)) || !store.listSnapshots(account).isEmpty else {
+                throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
+            }
+            return store.listSnapshots(account)
+        }
+    }
+
+    /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
+    func restore(_ account: AccountName, snapshot: String?) async throws -> (SnapshotInfo, SnapshotInfo?, OpenOutcome?) {
+        let store = store
+        let (restored, saved) = try await pool.run { try store.restore(account, snapshot: snapshot) }
+        logger.notice(
+            "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); the replaced file was kept as \(saved?.name ?? "nothing")",
+            metadata: ["account": "\(account)"])
+        var reopened: OpenOutcome?
+        if account == active {
+            reopened = try await switchTo(account, create: false, save: false, progress: nil).outcome
+        }
+        return (restored, saved, reopened)
+    }
+
+    func info() -> JSONValue {
+        [
+            "product": "accountd", "version": .string(AccountdVersion.current), "protocol": 1,
+            "pid": JSONValue(Int(getpid())), "uptimeSeconds": JSONValue(Int(Date().timeIntervalSince(startedAt))),
+            "dataRoot": .string(root.path),
+            "bundle": ["version": JSONValue(bundle.targetVersion), "fingerprint": .string(bundle.fingerprint)],
+        ]
+    }
+}
+
+/// File sizes including a WAL.
+enum FileSize {
+    static func of(_ path: String) -> Int64 {
+        func size(_ p: String) -> Int64 {
+            ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? Int64) ?? 0
+        }
+        return size(path) + size(path + "-wal")
+    }
+}

@@ -1,0 +1,62 @@
+/// Splits a byte stream into lines, with a cap on line length.
+///
+/// A line ends at `\n`; a `\r` right before it is dropped, so `\r\n` works too.
+/// Bytes can arrive in any pieces: a line split across reads is joined, and
+/// several lines in one read are split. A line (or an unfinished one) longer than
+/// ``maximumLineLength`` bytes is refused as soon as that is known, without
+/// buffering the rest of it.
+public struct LineFramer: Sendable {
+    /// A line longer than the limit.
+    public struct LineTooLong: Error, Hashable, Sendable {
+        public var limit: Int
+    }
+
+    /// The longest line accepted, in bytes, not counting its line ending.
+    public let maximumLineLength: Int
+    private var buffer: [UInt8] = []
+    private var consumed = 0
+    private var scanned = 0
+
+    public init(maximumLineLength: Int) {
+        precondition(maximumLineLength > 0, "maximumLineLength must be positive")
+        self.maximumLineLength = maximumLineLength
+    }
+
+    /// Adds bytes that arrived.
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        if consumed > 4096 && consumed * 2 > buffer.count {
+            buffer.removeFirst(consumed)
+            scanned -= consumed
+            consumed = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete line, without its line ending, or nil when no full line is buffered.
+    ///
+    /// - Throws: ``LineTooLong`` when the next line exceeds the limit; the framer is then
+    ///   unusable, as the stream has lost its framing.
+    public mutating func nextLine() throws(LineTooLong) -> [UInt8]? {
+        while scanned < buffer.count {
+            if buffer[scanned] == 0x0A {
+                var end = scanned
+                if end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
+                let line = Array(buffer[consumed..<end])
+                scanned += 1
+                consumed = scanned
+                guard line.count <= maximumLineLength else { throw LineTooLong(limit: maximumLineLength) }
+                return line
+            }
+            scanned += 1
+        }
+        // No newline yet: refuse an unfinished line that is already too long (+1 for a possible \r).
+        if buffer.count - consumed > maximumLineLength + 1 { throw LineTooLong(limit: maximumLineLength) }
+        return nil
+    }
+
+    /// What is left after the last complete line: the unterminated tail at end of input.
+    public var remainder: [UInt8] { Array(buffer[consumed...]) }
+
+    /// The number of bytes buffered and not yet returned.
+    public var bufferedCount: Int { buffer.count - consumed }
+}

@@ -1,0 +1,87 @@
+/// The methods of interface `io.accountd`.
+public enum Method: String, CaseIterable, Sendable {
+    case info = "Info"
+    case ping = "Ping"
+    case status = "Status"
+    case list = "List"
+    case switchAccount = "Switch"
+    case export = "Export"
+    case verify = "Verify"
+    case snapshots = "Snapshots"
+    case restore = "Restore"
+    case migrate = "Migrate"
+    case get = "Get"
+    case set = "Set"
+    case delete = "Delete"
+    case keys = "Keys"
+    case watch = "Watch"
+
+    /// The interface every method belongs to.
+    public static let interface = "io.accountd"
+
+    /// How a method uses streamed replies (`more: true`).
+    public enum Streaming: Sendable {
+        /// One reply, always.
+        case never
+        /// Streams progress when asked, else answers once.
+        case optional
+        /// Only works with `more: true`; without it the reply is `ExpectedMore`.
+        case required
+    }
+
+    /// `io.accountd.Switch`.
+    public var qualifiedName: String { Self.interface + "." + rawValue }
+
+    /// Whether only an admin peer may call it.
+    public var requiresAdmin: Bool {
+        switch self {
+        case .switchAccount, .export, .verify, .snapshots, .restore, .migrate, .set, .delete: true
+        case .info, .ping, .status, .list, .get, .keys, .watch: false
+        }
+    }
+
+    public var streaming: Streaming {
+        switch self {
+        case .list, .export, .watch: .required
+        case .switchAccount, .migrate: .optional
+        default: .never
+        }
+    }
+
+    /// The parameters a request may carry, for validation.
+    public var parameterNames: Set<String> {
+        switch self {
+        case .info, .ping, .watch: []
+        case .status: ["account"]
+        case .list: ["details"]
+        case .switchAccount: ["account", "create"]
+        case .export: ["account", "format"]
+        case .verify: ["account"]
+        case .snapshots: ["account"]
+        case .restore: ["account", "snapshot"]
+        case .migrate: ["accounts", "all"]
+        case .get, .delete: ["namespace", "key", "account"]
+        case .set: ["namespace", "key", "value", "account"]
+        case .keys: ["namespace", "account"]
+        }
+    }
+
+    /// Finds a method by its qualified name, e.g. `io.accountd.Status`.
+    public init?(qualifiedName: String) {
+        guard qualifiedName.hasPrefix(Self.interface + "."),
+            let method = Method(rawValue: String(qualifiedName.dropFirst(Self.interface.count + 1)))
+        else { return nil }
+        self = method
+    }
+
+    /// Finds a method by its inline word, case-insensitively: `status`, `SWITCH`, `del`.
+    public init?(inlineWord: String) {
+        let word = inlineWord.lowercased()
+        if word == "del" {
+            self = .delete
+            return
+        }
+        guard let method = Method.allCases.first(where: { $0.rawValue.lowercased() == word }) else { return nil }
+        self = method
+    }
+}

@@ -1,0 +1,138 @@
+/// One request, decoded from a line in either of its two forms.
+///
+/// 1. **JSON**, shaped like varlink:
+///    `{"method":"io.accountd.Switch","parameters":{"account":"alice"},"more":true}`.
+/// 2. **Inline**, for humans and shell scripts: `switch alice`, `status`,
+///    `export alice sql`, `set user theme "dark"`. The first word is the method,
+///    case-insensitive; the rest are positional parameters. An inline request always
+///    counts as `more: true`.
+public struct Request: Sendable {
+    public var method: Method
+    public var parameters: Parameters
+    /// Whether the client accepts streamed replies.
+    public var more: Bool
+    /// Whether the request came in the inline form.
+    public var isInline: Bool
+
+    public init(method: Method, parameters: Parameters = Parameters(), more: Bool = false, isInline: Bool = false) {
+        self.method = method
+        self.parameters = parameters
+        self.more = more
+        self.isInline = isInline
+    }
+
+    /// The request as a JSON line (without its `\n`), as `accountctl` sends it.
+    public func encoded() -> String {
+        var pairs: [(String, JSONValue)] = [("method", .string(method.qualifiedName))]
+        if !parameters.pairs.isEmpty { pairs.append(("parameters", .object(parameters.pairs))) }
+        if more { pairs.append(("more", .bool(true))) }
+        return JSONValue.object(pairs).serialized()
+    }
+
+    /// Decodes one line (without its line ending).
+    ///
+    /// - Returns: nil for a blank line, which is not a request.
+    /// - Throws: ``ProtocolError``: `InvalidRequest` (not UTF-8, not JSON, no method),
+    ///   `MethodNotFound`, `InvalidParameter`, `InvalidValue` (an inline `set` whose value
+    ///   is not JSON), `InvalidAccountName`.
+    public static func decode(_ line: some Collection<UInt8>) throws(ProtocolError) -> Request? {
+        guard let text = String(validating: line, as: UTF8.self) else {
+            throw ProtocolError(.invalidRequest, "the request is not valid UTF-8")
+        }
+        let trimmed = text.drop { $0 == " " || $0 == "\t" }
+        if trimmed.isEmpty { return nil }
+        let request = trimmed.first == "{" ? try decodeJSON(line) : try decodeInline(String(trimmed))
+        try request.validateParameterNames()
+        return request
+    }
+
+    private static func decodeJSON(_ line: some Collection<UInt8>) throws(ProtocolError) -> Request {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            throw ProtocolError(.invalidRequest, "the request is not valid JSON: \(error)")
+        }
+        guard case .object(let pairs) = value else { throw ProtocolError(.invalidRequest, "a JSON request must be an object") }
+        for (key, _) in pairs where !["method", "parameters", "more", "oneway", "upgrade"].contains(key) {
+            throw ProtocolError(.invalidRequest, "unknown request field '\(key)'; a request has method, parameters and more")
+        }
+        guard case .string(let name)? = value["method"] else {
+            throw ProtocolError(.invalidRequest, "the request has no \"method\" string")
+        }
+        guard let method = Method(qualifiedName: name) else {
+            throw ProtocolError(.methodNotFound, "no method \(name); methods are \(Method.interface).Info, .Status, .Switch, ...", facts: [("method", .string(name))])
+        }
+        var parameters = Parameters()
+        switch value["parameters"] {
+        case nil, .null?: break
+        case .object(let pairs)?: parameters = Parameters(pairs)
+        case let other?: throw ProtocolError(.invalidRequest, "\"parameters\" must be an object, not \(other.typeName)")
+        }
+        var more = false
+        switch value["more"] {
+        case nil, .null?: break
+        case .bool(let flag)?: more = flag
+        case let other?: throw ProtocolError(.invalidRequest, "\"more\" must be a boolean, not \(other.typeName)")
+        }
+        return Request(method: method, parameters: parameters, more: more)
+    }
+
+    private static func decodeInline(_ text: String) throws(ProtocolError) -> Request {
+        var words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        let word = words.removeFirst()
+        guard let method = Method(inlineWord: word) else {
+            throw ProtocolError(.methodNotFound, "no method '\(word.prefix(64))'; try info, status, list, switch ACCOUNT, export ACCOUNT [jsonl|sql|sqlite]", facts: [("method", .string(String(word.prefix(128))))])
+        }
+        var pairs: [(String, JSONValue)] = []
+        func positional(_ names: [String]) throws(ProtocolError) {
+            guard words.count <= names.count else {
+                throw ProtocolError.invalidParameter(
+                    names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
+            }
+            for (name, value) in zip(names, words) { pairs.append((name, .string(value))) }
+        }
+        switch method {
+        case .info, .ping, .watch: try positional([])
+        case .status, .verify, .snapshots: try positional(["account"])
+        case .switchAccount: try positional(["account"])
+        case .export: try positional(["account", "format"])
+        case .restore: try positional(["account", "snapshot"])
+        case .get, .delete: try positional(["namespace", "key", "account"])
+        case .keys: try positional(["namespace", "account"])
+        case .list:
+            for word in words {
+                guard word.lowercased() == "details" else { throw .invalidParameter("details", "'list' takes only the word 'details'") }
+                pairs = [("details", .bool(true))]
+            }
+        case .migrate:
+            if words == ["--all"] {
+                pairs = [("all", .bool(true))]
+            } else {
+                pairs = [("accounts", .array(words.map { .string($0) }))]
+            }
+        case .set:
+            // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
+            let parts = text.split(maxSplits: 3, omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" })
+            guard parts.count == 4 else {
+                throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
+            }
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(Array(parts[3].utf8))
+            } catch {
+                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(parts[1]) \(parts[2]) \"text\"")
+            }
+            pairs = [("namespace", .string(String(parts[1]))), ("key", .string(String(parts[2]))), ("value", value)]
+        }
+        return Request(method: method, parameters: Parameters(pairs), more: true, isInline: true)
+    }
+
+    private func validateParameterNames() throws(ProtocolError) {
+        let allowed = method.parameterNames
+        for (name, _) in parameters.pairs where !allowed.contains(name) {
+            let known = allowed.isEmpty ? "it takes none" : "it takes " + allowed.sorted().joined(separator: ", ")
+            throw .invalidParameter(name, "\(method.rawValue) has no parameter '\(name.prefix(64))'; \(known)")
+        }
+    }
+}

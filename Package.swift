@@ -75,11 +75,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
 
+        // Helpers shared by the test targets: temporary folders, fixtures, the built binaries.
+        .target(
+            name: "AccountdTestSupport",
+            dependencies: ["AccountdProtocol", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/AccountdTestSupport"),
         .testTarget(name: "AccountdProtocolTests", dependencies: ["AccountdProtocol"]),
         .testTarget(
             name: "AccountdCoreTests",
             dependencies: [
                 "AccountdCore",
+                "AccountdTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        // End-to-end: the real accountd and accountctl binaries, real sockets, real files.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "AccountdProtocol",
+                "AccountdTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
     ]

@@ -28,7 +28,20 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(serialized())
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(b)
+        case .int(let i): hasher.combine(i)
+        case .double(let d): hasher.combine(d == 0 ? 0 : d)  // 0.0 == -0.0, so they must hash alike
+        case .string(let s): hasher.combine(s)
+        case .array(let items): hasher.combine(items)
+        case .object(let pairs):
+            hasher.combine(pairs.count)
+            for (key, value) in pairs {
+                hasher.combine(key)
+                hasher.combine(value)
+            }
+        }
     }
 
     /// The value of `key` in an object, or nil.

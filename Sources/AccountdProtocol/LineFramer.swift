@@ -49,8 +49,11 @@ public struct LineFramer: Sendable {
             }
             scanned += 1
         }
-        // No newline yet: refuse an unfinished line that is already too long (+1 for a possible \r).
-        if buffer.count - consumed > maximumLineLength + 1 { throw LineTooLong(limit: maximumLineLength) }
+        // No newline yet: refuse an unfinished line that is already too long. A final \r may
+        // still turn out to be half of a \r\n, so it does not count yet.
+        let pending = buffer.count - consumed
+        let endsWithReturn = pending > 0 && buffer[buffer.count - 1] == 0x0D
+        if pending - (endsWithReturn ? 1 : 0) > maximumLineLength { throw LineTooLong(limit: maximumLineLength) }
         return nil
     }
 

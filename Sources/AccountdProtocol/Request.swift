@@ -113,7 +113,8 @@ public struct Request: Sendable {
             }
         case .set:
             // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
-            let parts = text.split(maxSplits: 3, omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" })
+            let trimmed = text.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+            let parts = String(trimmed).split(maxSplits: 3, omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 4 else {
                 throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
             }

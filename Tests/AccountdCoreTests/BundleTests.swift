@@ -1,4 +1,5 @@
 import Foundation
+import AccountdTestSupport
 import Testing
 
 @testable import AccountdCore

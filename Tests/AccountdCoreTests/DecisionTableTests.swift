@@ -1,6 +1,7 @@
 import AccountdProtocol
 import Foundation
 import GRDB
+import AccountdTestSupport
 import Testing
 
 @testable import AccountdCore

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The project's built programs, found beside the test runner (or in `$ACCOUNTD_BIN_DIR`).
-enum Binaries {
-    static var directory: String {
+public enum Binaries {
+    public static var directory: String {
         if let dir = ProcessInfo.processInfo.environment["ACCOUNTD_BIN_DIR"] { return dir }
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         // The runner is <bin>/accountdPackageTests.xctest (a file on Linux, a bundle elsewhere).
@@ -12,11 +12,11 @@ enum Binaries {
         return url.deletingLastPathComponent().path
     }
 
-    static var accountd: String { directory + "/accountd" }
-    static var accountctl: String { directory + "/accountctl" }
+    public static var accountd: String { directory + "/accountd" }
+    public static var accountctl: String { directory + "/accountctl" }
 
     /// Starts `path` with `arguments`; standard output and error go to files in `logDirectory`.
-    static func start(_ path: String, _ arguments: [String], logDirectory: String, environment: [String: String]? = nil) throws -> Process {
+    public static func start(_ path: String, _ arguments: [String], logDirectory: String, environment: [String: String]? = nil) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments

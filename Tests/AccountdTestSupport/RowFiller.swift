@@ -21,7 +21,7 @@ import GRDB
 ///
 /// The connection should have foreign key enforcement off, since cycles can only be
 /// closed by references to rows that are inserted later.
-enum RowFiller {
+public enum RowFiller {
     struct FillError: Error, CustomStringConvertible {
         var table: String
         var lastError: String
@@ -32,7 +32,7 @@ enum RowFiller {
 
     /// Inserts up to `rowsPerTable` rows into every user table and returns, per table,
     /// how many rows were inserted.
-    static func fill(_ db: Database, rowsPerTable: Int, seed: UInt64) throws -> [String: Int] {
+    public static func fill(_ db: Database, rowsPerTable: Int, seed: UInt64) throws -> [String: Int] {
         let tableNames = try userTables(db)
         var tables: [String: TableInfo] = [:]
         for name in tableNames {

@@ -12,8 +12,8 @@ import GRDB
 ///
 /// `ignoring` holds `"table.column"` entries (or `"*.column"` for every table) whose
 /// values are left out of the dump; names compare case-insensitively.
-enum TableDump {
-    static func dump(_ db: Database, ignoring: Set<String> = []) throws -> [String: [String]] {
+public enum TableDump {
+    public static func dump(_ db: Database, ignoring: Set<String> = []) throws -> [String: [String]] {
         let ignored = Set(ignoring.map { $0.lowercased() })
         var result: [String: [String]] = [:]
         for table in try userTables(db) {
@@ -48,7 +48,7 @@ enum TableDump {
     }
 
     /// Opens the file read-only and dumps it.
-    static func dumpFile(path: String, ignoring: Set<String> = []) throws -> [String: [String]] {
+    public static func dumpFile(path: String, ignoring: Set<String> = []) throws -> [String: [String]] {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)
@@ -57,7 +57,7 @@ enum TableDump {
     }
 
     /// The canonical encoding of one value.
-    static func encode(_ value: DatabaseValue) -> String {
+    public static func encode(_ value: DatabaseValue) -> String {
         switch value.storage {
         case .null:
             return "null"

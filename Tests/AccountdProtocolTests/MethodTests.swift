@@ -1,0 +1,38 @@
+import Testing
+@testable import AccountdProtocol
+
+@Suite("Method: names and properties")
+struct MethodTests {
+    @Test("Qualified names round-trip", arguments: Method.allCases)
+    func qualifiedName(method: Method) {
+        #expect(method.qualifiedName == "io.accountd." + method.rawValue)
+        #expect(Method(qualifiedName: method.qualifiedName) == method)
+    }
+
+    @Test func theFifteenMethodsOfSection6() {
+        #expect(Method.allCases.map(\.rawValue) == [
+            "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Migrate",
+            "Get", "Set", "Delete", "Keys", "Watch",
+        ])
+    }
+
+    @Test func adminMethods() {
+        #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
+            [.switchAccount, .export, .verify, .snapshots, .restore, .migrate, .set, .delete])
+    }
+
+    @Test func streaming() {
+        #expect(Method.allCases.filter { $0.streaming == .required } == [.list, .export, .watch])
+        #expect(Method.allCases.filter { $0.streaming == .optional } == [.switchAccount, .migrate])
+    }
+
+    @Test("Unknown names are nil", arguments: ["", "Status", "io.accountd.status", "io.accountd.", "IO.ACCOUNTD.Status", "x.io.accountd.Status"])
+    func unknownQualified(name: String) {
+        #expect(Method(qualifiedName: name) == nil)
+    }
+
+    @Test("Unknown inline words are nil", arguments: ["", "de", "dell", "switchaccount", "io.accountd.status", " status"])
+    func unknownInline(word: String) {
+        #expect(Method(inlineWord: word) == nil)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Small helpers over files.
+public enum Files {
+    public static func bytes(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+    public static func mode(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
+    }
+
+    public static func write(_ text: String, to path: String) throws {
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+    }
+
+    /// Runs the `sqlite3` shell on `database` with `sql` on standard input; returns standard output.
+    @discardableResult
+    public static func sqlite3(_ database: String, _ sql: String, arguments: [String] = []) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = arguments + [database]
+        let input = Pipe(), output = Pipe(), error = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        input.fileHandleForWriting.write(Data(sql.utf8))
+        try input.fileHandleForWriting.close()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ShellError(message: String(decoding: err, as: UTF8.self))
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public struct ShellError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { "sqlite3 failed: \(message)" }
+    }
+}

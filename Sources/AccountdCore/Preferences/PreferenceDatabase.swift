@@ -1,0 +1,180 @@
+import AccountdProtocol
+import Dispatch
+import Foundation
+import GRDB
+import Synchronization
+
+/// A preference table in one SQLite file, with durable group commit.
+///
+/// Every `set` and `delete` is answered only after the transaction holding it has
+/// committed with `synchronous = FULL` in WAL mode, which syncs the WAL before the
+/// commit returns: an acknowledged write survives a crash or a power loss.
+/// Writes that arrive while a commit is running are gathered into the next
+/// transaction, so many concurrent writers share one sync (group commit) instead of
+/// paying one each.
+///
+/// Reads are served from an in-memory copy of the table, loaded when the database is
+/// opened and updated after each commit: the daemon is the only writer of its
+/// preference tables.
+public final class PreferenceDatabase: Sendable {
+    /// One change.
+    public enum Change: Sendable {
+        case set(namespace: String, key: String, value: JSONValue)
+        case delete(namespace: String, key: String)
+    }
+
+    private struct Pending {
+        var change: Change
+        var continuation: CheckedContinuation<Bool, any Error>
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var draining = false
+        var closed = false
+        var values: [String: [String: JSONValue]] = [:]
+    }
+
+    /// The file this table lives in.
+    public let path: String
+    private let table: String
+    private let database: DatabaseQueue
+    private let groupCommit: Bool
+    private let state = Mutex(State())
+    private let flusher: DispatchQueue
+
+    /// Opens (creating if needed) the preference table `table` in the SQLite file at `path`.
+    ///
+    /// - Parameter groupCommit: when false, every change gets a transaction of its own
+    ///   (for comparison in benchmarks).
+    public init(path: String, table: String, groupCommit: Bool = true, create: Bool) throws {
+        self.path = path
+        self.table = table
+        self.groupCommit = groupCommit
+        flusher = DispatchQueue(label: "accountd.preferences.\(table)")
+        if create && !FileSystem.exists(path) { try FileSystem.createExclusive(path) }
+        var config = Connections.configuration(foreignKeys: false, label: "preferences")
+        config.journalMode = .wal
+        database = try DatabaseQueue(path: path, configuration: config)
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS \(table) (
+                      namespace TEXT NOT NULL,
+                      key TEXT NOT NULL,
+                      value TEXT NOT NULL,
+                      updated_at TEXT NOT NULL,
+                      PRIMARY KEY (namespace, key)
+                    ) WITHOUT ROWID
+                    """)
+        }
+        var values: [String: [String: JSONValue]] = [:]
+        try database.read { db in
+            for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
+                let text: String = row["value"]
+                values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
+            }
+        }
+        state.withLock { $0.values = values }
+    }
+
+    /// The value of `key` in `namespace`, or nil.
+    public func get(_ namespace: String, _ key: String) -> JSONValue? {
+        state.withLock { $0.values[namespace]?[key] }
+    }
+
+    /// The keys of `namespace`, sorted.
+    public func keys(_ namespace: String) -> [String] {
+        state.withLock { $0.values[namespace].map { Array($0.keys) } ?? [] }.sorted()
+    }
+
+    /// Applies a change and returns once it is durably committed.
+    ///
+    /// - Returns: for a delete, whether the key existed; for a set, true.
+    /// - Throws: ``AccountdError`` (`storage`) when the commit fails, e.g. the disk is full;
+    ///   the change is then not applied.
+    public func apply(_ change: Change) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            let startDrain = state.withLock { state -> Bool in
+                if state.closed {
+                    continuation.resume(throwing: AccountdError(.storage, "preferences in \(path) are closed; retry", file: path))
+                    return false
+                }
+                state.queue.append(Pending(change: change, continuation: continuation))
+                if state.draining { return false }
+                state.draining = true
+                return true
+            }
+            if startDrain { flusher.async { self.drain() } }
+        }
+    }
+
+    /// Commits whatever is queued, batch after batch, until the queue is empty.
+    private func drain() {
+        while true {
+            let batch: [Pending] = state.withLock { state in
+                guard !state.queue.isEmpty else {
+                    state.draining = false
+                    return []
+                }
+                if groupCommit {
+                    defer { state.queue.removeAll() }
+                    return state.queue
+                }
+                return [state.queue.removeFirst()]
+            }
+            if batch.isEmpty { return }
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [Pending]) {
+        let now = Timestamp.now()
+        var existed: [Bool] = []
+        do {
+            try database.write { db in
+                existed = []
+                for pending in batch {
+                    switch pending.change {
+                    case .set(let namespace, let key, let value):
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO \(table)(namespace, key, value, updated_at) VALUES (?, ?, ?, ?)",
+                            arguments: [namespace, key, value.serialized(), now])
+                        existed.append(true)
+                    case .delete(let namespace, let key):
+                        try db.execute(sql: "DELETE FROM \(table) WHERE namespace = ? AND key = ?", arguments: [namespace, key])
+                        existed.append(db.changesCount > 0)
+                    }
+                }
+            }
+        } catch {
+            let full = (error as? DatabaseError)?.resultCode.primaryResultCode == .SQLITE_FULL
+            let failure = AccountdError(
+                .storage, "saving preferences in \(path) failed\(full ? ": the disk is full" : ": \(error)"); nothing was changed",
+                file: path)
+            for pending in batch { pending.continuation.resume(throwing: failure) }
+            return
+        }
+        state.withLock { state in
+            for pending in batch {
+                switch pending.change {
+                case .set(let namespace, let key, let value): state.values[namespace, default: [:]][key] = value
+                case .delete(let namespace, let key): state.values[namespace]?[key] = nil
+                }
+            }
+        }
+        for (pending, flag) in zip(batch, existed) { pending.continuation.resume(returning: flag) }
+    }
+
+    /// Waits for queued writes, then closes the connection (checkpointing the WAL).
+    public func close() {
+        flusher.sync {}
+        let remaining = state.withLock { state -> Bool in
+            state.closed = true
+            return state.draining
+        }
+        if remaining { flusher.sync {} }
+        try? database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try? database.close()
+    }
+}

@@ -1,0 +1,24 @@
+import AccountdProtocol
+import ArgumentParser
+
+/// `accountctl del NAMESPACE KEY [--account A]`: remove one preference.
+struct DeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "del",
+        abstract: "Delete a preference.",
+        discussion: "Account-scoped namespaces act on the active account unless --account is given. Needs an admin peer.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: PreferenceOptions
+
+    @Argument(help: "The namespace, e.g. user.")
+    var namespace: String
+
+    @Argument(help: "The key.")
+    var key: String
+
+    func run() throws {
+        let reply = try global.connect().call(.delete, target.parameters(namespace: namespace, key: key))
+        if global.json { Output.json(reply) }
+    }
+}

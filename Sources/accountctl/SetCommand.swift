@@ -1,0 +1,52 @@
+import AccountdProtocol
+import ArgumentParser
+
+/// `accountctl set NAMESPACE KEY VALUE [--account A]`: write one preference.
+struct SetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Set a preference to a JSON value.",
+        discussion: """
+            VALUE is JSON text, so a string needs its quotes inside the shell's: \
+            accountctl set user theme '"dark"'. Numbers, true, false, null, arrays and \
+            objects go as they are; put -- before a negative number. The command returns \
+            once the value is durably committed. Needs an admin peer.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var target: PreferenceOptions
+
+    @Argument(help: "The namespace, e.g. user.")
+    var namespace: String
+
+    @Argument(help: "The key.")
+    var key: String
+
+    @Argument(help: ArgumentHelp("The value, as JSON text.", valueName: "value"))
+    var value: String
+
+    func validate() throws {
+        _ = try Self.parse(value: value)
+    }
+
+    func run() throws {
+        var parameters = target.parameters(namespace: namespace, key: key)
+        parameters.insert(("value", try Self.parse(value: value)), at: 2)
+        let reply = try global.connect().call(.set, parameters)
+        if global.json { Output.json(reply) }
+    }
+
+    /// Parses VALUE as JSON.
+    ///
+    /// - Throws: `ValidationError` (exit 2) with a hint to quote strings.
+    static func parse(value: String) throws -> JSONValue {
+        do {
+            return try JSONParser.parse(value)
+        } catch {
+            let plain = !value.isEmpty && value.count <= 40 && !value.contains { "\"'\\\n".contains($0) }
+            let example = plain ? value : "dark"
+            throw ValidationError(
+                "VALUE must be JSON (\(error)); quote a string inside the shell's quotes, e.g. '\"\(example)\"'")
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import AccountdProtocol
+import ArgumentParser
+
+/// `accountctl snapshots ACCOUNT`: the snapshots kept of one account.
+struct SnapshotsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshots",
+        abstract: "List the snapshots of an account.",
+        discussion: """
+            A snapshot is taken before every migration and every restore. Restore one \
+            with `accountctl restore ACCOUNT SNAPSHOT`. Needs an admin peer.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The account whose snapshots to list.")
+    var account: String
+
+    func validate() throws {
+        try validateAccountName(account)
+    }
+
+    func run() throws {
+        let reply = try global.connect().call(.snapshots, [("account", .string(account))])
+        if global.json { return Output.json(reply) }
+        let snapshots = reply["snapshots"]?.arrayValue ?? []
+        guard !snapshots.isEmpty else { return print("No snapshots of \(account).") }
+        var table = Table(headers: ["SNAPSHOT", "VERSION", "CREATED", "SIZE"], rightAligned: [1, 3])
+        for snapshot in snapshots {
+            table.rows.append([
+                Output.text(snapshot["snapshot"]), Output.text(snapshot["version"]),
+                Output.text(snapshot["createdAt"]), Output.size(snapshot["sizeBytes"]),
+            ])
+        }
+        table.print()
+    }
+}

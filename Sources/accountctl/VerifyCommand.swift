@@ -1,0 +1,64 @@
+import AccountdProtocol
+import ArgumentParser
+
+/// `accountctl verify ACCOUNT`: a full check of one account file.
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check an account file's integrity, foreign keys and schema.",
+        discussion: """
+            Runs SQLite's integrity check and foreign-key check, compares the schema with \
+            the bundle's, and lists applied migrations whose files have changed since. \
+            Exits 0 only when the account is healthy; otherwise prints the report, then \
+            "account ACCOUNT is not healthy", and exits 1. Needs an admin peer.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The account to verify.")
+    var account: String
+
+    func validate() throws {
+        try validateAccountName(account)
+    }
+
+    func run() throws {
+        let report = try global.connect().call(.verify, [("account", .string(account))])
+        let integrity = Self.lines(report["integrity"])
+        let foreignKeys = Self.lines(report["foreignKeys"])
+        let schema = Self.lines(report["schema"])
+        let edited = report["editedMigrations"]?.arrayValue ?? []
+        let healthy = report["healthy"]?.boolValue
+            ?? (integrity == ["ok"] && foreignKeys.isEmpty && schema.isEmpty && edited.isEmpty)
+        if global.json {
+            Output.json(report)
+        } else {
+            Output.fields([
+                ("account", Output.text(report["account"] ?? .string(account))),
+                ("healthy", healthy ? "yes" : "no"),
+                ("integrity", integrity == ["ok"] ? "ok" : Self.problems(integrity)),
+                ("foreign keys", foreignKeys.isEmpty ? "ok" : Self.problems(foreignKeys)),
+                ("schema", schema.isEmpty ? "matches the bundle" : Self.problems(schema)),
+                ("edited migrations", edited.isEmpty ? "none" : Self.problems(edited.map(StatusCommand.describeEdited))),
+            ])
+        }
+        if !healthy { throw ClientError.failed("account \(account) is not healthy") }
+    }
+
+    /// A report field as lines: an array of strings, or one string.
+    private static func lines(_ value: JSONValue?) -> [String] {
+        switch value {
+        case .array(let items)?: items.map { Output.text($0) }
+        case .string(let text)?: [text]
+        case nil, .null?: []
+        case let other?: [other.serialized()]
+        }
+    }
+
+    /// `2 problems` and then each on its own indented line.
+    private static func problems(_ lines: [String]) -> String {
+        let items = lines.flatMap { $0.split(separator: "\n", omittingEmptySubsequences: true) }
+        return (items.count == 1 ? "1 problem" : "\(items.count) problems")
+            + items.map { "\n  - " + $0 }.joined()
+    }
+}

@@ -23,7 +23,10 @@ public enum Daemon {
         let store = AccountStore(root: root, bundle: bundle, options: settings.storeOptions)
         let pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
         let hub = EventHub()
-        let service = AccountService(store: store, pool: pool, hub: hub, logger: logger)
+        let preferences = try PreferenceService(
+            declarations: settings.namespaces, store: store, hub: hub, groupCommit: settings.groupCommit)
+        defer { preferences.closeAll() }
+        let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
         await service.restoreSavedAccount()
 
         let policy = AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups)

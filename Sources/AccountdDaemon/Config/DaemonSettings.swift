@@ -28,6 +28,11 @@ public struct DaemonSettings: Sendable {
     public var adminUsers: [UInt32]
     /// Admin peers by group id (`admin.groups`).
     public var adminGroups: [UInt32]
+    /// The key-value namespaces (`namespaces:` in the config; default: user, default, switch, dynamic, memory).
+    public var namespaces: [NamespaceDeclaration]
+    /// Share transactions between concurrent Sets (`preferences.groupCommit`, default true).
+    /// Off gives every Set a transaction of its own, for comparison in benchmarks.
+    public var groupCommit: Bool
     /// The config file that was read, if any.
     public var configFile: String?
 

@@ -1,3 +1,4 @@
+import AccountdCore
 import Configuration
 import Foundation
 import Logging
@@ -86,6 +87,7 @@ public struct SettingsLoader: Sendable {
             "accounts.migrateConcurrency": .init(.int(ProcessInfo.processInfo.activeProcessorCount), isSecret: false),
             "admin.users": .init(.stringArray([]), isSecret: false),
             "admin.groups": .init(.stringArray([]), isSecret: false),
+            "preferences.groupCommit": .init(.bool(true), isSecret: false),
         ]
         let reader = ConfigReader(providers: [
             InMemoryProvider(name: "flags", values: given),
@@ -135,6 +137,11 @@ public struct SettingsLoader: Sendable {
         do { checkIntegrity = try reader.requiredBool(forKey: "accounts.checkIntegrityOnOpen") } catch {
             throw Failure(description: "setting accounts.checkIntegrityOnOpen must be true or false: \(error)")
         }
+        let groupCommit: Bool
+        do { groupCommit = try reader.requiredBool(forKey: "preferences.groupCommit") } catch {
+            throw Failure(description: "setting preferences.groupCommit must be true or false: \(error)")
+        }
+        let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
             socketPath: try absolute(string("socket.path")),
@@ -148,6 +155,8 @@ public struct SettingsLoader: Sendable {
             migrateConcurrency: try int("accounts.migrateConcurrency", 1...64),
             adminUsers: try ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
             adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
+            namespaces: namespaces,
+            groupCommit: groupCommit,
             configFile: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
     }
 

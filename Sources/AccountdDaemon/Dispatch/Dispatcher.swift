@@ -62,10 +62,7 @@ struct Dispatcher: Sendable {
         case .restore:
             try await restore(parameters, writer: writer)
         case .get, .set, .delete, .keys:
-            let namespace = try parameters.requiredString("namespace")
-            throw ProtocolError(
-                .namespaceNotFound, "no namespace '\(namespace.prefix(64))' is configured; namespaces are declared under 'namespaces:' in the config",
-                facts: [("namespace", .string(String(namespace.prefix(128))))])
+            try await preferences(request, writer: writer)
         case .watch:
             throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }

@@ -26,14 +26,16 @@ actor AccountService {
     let hub: EventHub
     let board = MigrationBoard()
     let logger: Logger
+    let preferences: PreferenceService
     let startedAt = Date()
     private(set) var phase: Phase = .starting
     private(set) var active: AccountName?
     private var activeVersion: Int?
 
-    init(store: AccountStore, pool: BlockingPool, hub: EventHub, logger: Logger) {
+    init(store: AccountStore, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
         self.root = store.root
         self.store = store
+        self.preferences = preferences
         self.pool = pool
         self.hub = hub
         self.logger = logger
@@ -74,10 +76,12 @@ actor AccountService {
         let store = store
         let board = board
         let hub = hub
+        let preferences = preferences
         board.begin(account)
         defer { board.end(account) }
         let outcome = try await pool.run {
-            try store.open(account, create: create) { step in
+            preferences.close(account)
+            return try store.open(account, create: create) { step in
                 board.progress(account, step)
                 hub.publish([
                     "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
@@ -164,10 +168,12 @@ actor AccountService {
         let store = store
         let board = board
         let hub = hub
+        let preferences = preferences
         board.begin(account)
         defer { board.end(account) }
         let outcome = try await pool.run {
-            try store.open(account, create: false) { step in
+            preferences.close(account)
+            return try store.open(account, create: false) { step in
                 board.progress(account, step)
                 hub.publish([
                     "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
@@ -198,7 +204,11 @@ actor AccountService {
     /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
     func restore(_ account: AccountName, snapshot: String?) async throws -> (SnapshotInfo, SnapshotInfo?, OpenOutcome?) {
         let store = store
-        let (restored, saved) = try await pool.run { try store.restore(account, snapshot: snapshot) }
+        let preferences = preferences
+        let (restored, saved) = try await pool.run {
+            preferences.close(account)
+            return try store.restore(account, snapshot: snapshot)
+        }
         logger.notice(
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); the replaced file was kept as \(saved?.name ?? "nothing")",
             metadata: ["account": "\(account)"])

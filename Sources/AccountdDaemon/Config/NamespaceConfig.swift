@@ -1,0 +1,55 @@
+import AccountdCore
+import Foundation
+import Yams
+
+/// Reads the `namespaces:` section of the config file.
+///
+/// swift-configuration cannot list the keys of a section, so this one section is
+/// read with Yams directly:
+///
+/// ```yaml
+/// namespaces:
+///   user:    { scope: account }
+///   switch:  { scope: device }
+///   memory:  { scope: memory }
+/// ```
+enum NamespaceConfig {
+    /// The declared namespaces, or ``NamespaceDeclaration/defaults`` when the file has no `namespaces:`.
+    static func read(file: String?) throws -> [NamespaceDeclaration] {
+        guard let file else { return NamespaceDeclaration.defaults }
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw SettingsLoader.Failure(description: "config file \(file) cannot be read: \(error)")
+        }
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw SettingsLoader.Failure(description: "config file \(file) is not valid YAML: \(error)")
+        }
+        guard let section = root?["namespaces"] else { return NamespaceDeclaration.defaults }
+        guard let mapping = section.mapping else {
+            throw SettingsLoader.Failure(description: "\(file): 'namespaces' must map names to { scope: account|device|memory }")
+        }
+        var declarations: [NamespaceDeclaration] = []
+        for (key, value) in mapping {
+            guard let name = key.string, isValidName(name) else {
+                throw SettingsLoader.Failure(
+                    description: "\(file) line \(key.mark?.line ?? 0): a namespace name is 1 to 64 of A-Z a-z 0-9 _ . -")
+            }
+            guard let scopeText = value["scope"]?.string, let scope = PreferenceScope(rawValue: scopeText) else {
+                throw SettingsLoader.Failure(
+                    description: "\(file) line \(value.mark?.line ?? 0): namespace '\(name)' needs scope: account, device or memory")
+            }
+            declarations.append(NamespaceDeclaration(name: name, scope: scope))
+        }
+        return declarations
+    }
+
+    private static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_.-".unicodeScalars.contains($0)) }
+    }
+}

@@ -1,0 +1,79 @@
+import AccountdCore
+import AccountdProtocol
+
+extension Dispatcher {
+    /// Get, Set, Delete and Keys.
+    func preferences(_ request: Request, writer: ReplyWriter) async throws {
+        let parameters = request.parameters
+        let preferences = service.preferences
+        let namespace = try parameters.requiredString("namespace")
+        let scope = try preferences.scope(of: namespace)
+        let key: String? = request.method == .keys ? nil : try parameters.requiredString("key")
+        if let key { try PreferenceService.checkKey(key) }
+
+        var account: AccountName?
+        if scope == .account {
+            if let given = try parameters.account() {
+                account = given
+            } else if let active = await service.active {
+                account = active
+            } else {
+                throw ProtocolError(
+                    .noActiveAccount, "namespace '\(namespace)' is per account and no account is active; switch first or give \"account\"")
+            }
+        }
+
+        switch request.method {
+        case .get:
+            let value: JSONValue?
+            switch scope {
+            case .memory: value = preferences.memoryGet(namespace, key!)
+            case .device: value = try preferences.deviceDatabase.get(namespace, key!)
+            case .account:
+                let database = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }
+                value = database.get(namespace, key!)
+            }
+            guard let value else { throw Self.keyNotFound(namespace, key!, account) }
+            try await writer.send(Reply(parameters: ["value": value]))
+        case .keys:
+            let keys: [String]
+            switch scope {
+            case .memory: keys = preferences.memoryKeys(namespace)
+            case .device: keys = try preferences.deviceDatabase.keys(namespace)
+            case .account:
+                keys = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }.keys(namespace)
+            }
+            try await writer.send(Reply(parameters: ["keys": .array(keys.map { .string($0) })]))
+        case .set, .delete:
+            var value: JSONValue?
+            if request.method == .set {
+                guard let given = parameters["value"] else {
+                    throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
+                }
+                value = given
+            }
+            let change: PreferenceDatabase.Change =
+                if let value { .set(namespace: namespace, key: key!, value: value) } else { .delete(namespace: namespace, key: key!) }
+            let existed: Bool
+            switch scope {
+            case .memory: existed = preferences.memorySet(namespace, key!, value)
+            case .device: existed = try await preferences.deviceDatabase.apply(change)
+            case .account:
+                let database = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }
+                existed = try await database.apply(change)
+            }
+            if value == nil && !existed { throw Self.keyNotFound(namespace, key!, account) }
+            preferences.publishChange(namespace, key!, scope: scope, account: account, value: value)
+            try await writer.send(Reply())
+        default:
+            preconditionFailure("not a preference method: \(request.method)")
+        }
+    }
+
+    static func keyNotFound(_ namespace: String, _ key: String, _ account: AccountName?) -> ProtocolError {
+        let whose = account.map { " for account \($0)" } ?? ""
+        return ProtocolError(
+            .keyNotFound, "no key '\(key.prefix(128))' in namespace '\(namespace)'\(whose)",
+            facts: [("namespace", .string(namespace)), ("key", .string(String(key.prefix(1024))))])
+    }
+}

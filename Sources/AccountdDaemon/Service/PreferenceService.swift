@@ -1,0 +1,132 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Synchronization
+
+/// The key-value namespaces: which scope each lives in, and the open databases.
+///
+/// `device` values live in `device.sqlite`, `account` values in each account's own
+/// file (at most ``openAccountLimit`` account files are kept open, least recently used
+/// first out), and `memory` values only here.
+final class PreferenceService: Sendable {
+    static let openAccountLimit = 8
+    static let maximumKeyBytes = 1024
+
+    let namespaces: [String: PreferenceScope]
+    private let store: AccountStore
+    private let hub: EventHub
+    private let groupCommit: Bool
+    private let device: PreferenceDatabase?
+    private let memory = Mutex<[String: [String: JSONValue]]>([:])
+    private let accounts = Mutex<[AccountName: (database: PreferenceDatabase, used: UInt64)]>([:])
+    private let clock = Atomic<UInt64>(0)
+
+    init(declarations: [NamespaceDeclaration], store: AccountStore, hub: EventHub, groupCommit: Bool) throws {
+        namespaces = Dictionary(declarations.map { ($0.name, $0.scope) }, uniquingKeysWith: { a, _ in a })
+        self.store = store
+        self.hub = hub
+        self.groupCommit = groupCommit
+        device =
+            declarations.contains { $0.scope == .device }
+            ? try PreferenceDatabase(path: store.root.devicePath, table: "prefs", groupCommit: groupCommit, create: true) : nil
+    }
+
+    /// The scope of `namespace`, or `NamespaceNotFound`.
+    func scope(of namespace: String) throws(ProtocolError) -> PreferenceScope {
+        guard let scope = namespaces[namespace] else {
+            let known = namespaces.keys.sorted().joined(separator: ", ")
+            throw ProtocolError(
+                .namespaceNotFound, "no namespace '\(namespace.prefix(64))'; the configured ones are \(known.isEmpty ? "none" : known)",
+                facts: [("namespace", .string(String(namespace.prefix(128))))])
+        }
+        return scope
+    }
+
+    static func checkKey(_ key: String) throws(ProtocolError) {
+        guard !key.isEmpty, key.utf8.count <= maximumKeyBytes else {
+            throw ProtocolError(.invalidParameter, "a key is 1 to \(maximumKeyBytes) bytes", facts: [("parameter", "key")])
+        }
+    }
+
+    // MARK: - Memory
+
+    func memoryGet(_ namespace: String, _ key: String) -> JSONValue? { memory.withLock { $0[namespace]?[key] } }
+    func memoryKeys(_ namespace: String) -> [String] { memory.withLock { $0[namespace].map { Array($0.keys) } ?? [] }.sorted() }
+    func memorySet(_ namespace: String, _ key: String, _ value: JSONValue?) -> Bool {
+        memory.withLock { values in
+            let existed = values[namespace]?[key] != nil
+            values[namespace, default: [:]][key] = value
+            return existed
+        }
+    }
+
+    // MARK: - Databases
+
+    var deviceDatabase: PreferenceDatabase {
+        get throws(ProtocolError) {
+            guard let device else { throw ProtocolError(.namespaceNotFound, "no device namespaces are configured") }
+            return device
+        }
+    }
+
+    /// The preference table of `account`, opened if needed. Blocking: call from a pool thread.
+    func accountDatabase(_ account: AccountName) throws -> PreferenceDatabase {
+        let tick = clock.add(1, ordering: .relaxed).newValue
+        if let open = accounts.withLock({ entries -> PreferenceDatabase? in
+            entries[account]?.used = tick
+            return entries[account]?.database
+        }) {
+            return open
+        }
+        let status = store.status(account)
+        switch status.state {
+        case .missing:
+            throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
+        case .corrupt:
+            throw AccountdError(.accountCorrupt, status.problem ?? "account \(account) is not usable", account: account.rawValue)
+        default:
+            break
+        }
+        let database = try PreferenceDatabase(
+            path: store.root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false)
+        var evicted: [PreferenceDatabase] = []
+        let winner = accounts.withLock { entries -> PreferenceDatabase in
+            if let raced = entries[account] { return raced.database }
+            entries[account] = (database, tick)
+            while entries.count > Self.openAccountLimit, let oldest = entries.min(by: { $0.value.used < $1.value.used }) {
+                evicted.append(oldest.value.database)
+                entries[oldest.key] = nil
+            }
+            return database
+        }
+        if winner !== database { database.close() }
+        for old in evicted { old.close() }
+        return winner
+    }
+
+    /// Closes the account's preference table (waiting for its writes), before its file is migrated or replaced.
+    func close(_ account: AccountName) {
+        let database = accounts.withLock { $0.removeValue(forKey: account)?.database }
+        database?.close()
+    }
+
+    /// Closes everything, checkpointing the WAL files.
+    func closeAll() {
+        let all = accounts.withLock { entries in
+            defer { entries.removeAll() }
+            return entries.values.map(\.database)
+        }
+        for database in all { database.close() }
+        device?.close()
+    }
+
+    func publishChange(_ namespace: String, _ key: String, scope: PreferenceScope, account: AccountName?, value: JSONValue?) {
+        var event: [(String, JSONValue)] = [
+            ("event", "changed"), ("namespace", .string(namespace)), ("key", .string(key)), ("scope", .string(scope.rawValue)),
+        ]
+        if let account { event.append(("account", .string(account.rawValue))) }
+        event.append(("value", value ?? .null))
+        event.append(("deleted", .bool(value == nil)))
+        hub.publish(.object(event))
+    }
+}

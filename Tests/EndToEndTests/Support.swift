@@ -1,0 +1,126 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import Testing
+
+/// Small helpers shared by the end-to-end tests.
+enum E2E {
+    /// Runs `sqlite3` on `database` and returns its output without the trailing newline.
+    @discardableResult
+    static func sql(_ database: String, _ script: String) throws -> String {
+        var out = try Files.sqlite3(database, script)
+        while out.hasSuffix("\n") { out.removeLast() }
+        return out
+    }
+
+    /// `PRAGMA user_version` of a file.
+    static func userVersion(_ database: String) throws -> Int? {
+        Int(try sql(database, "PRAGMA user_version;"))
+    }
+
+    /// The sha256 of a file, as `sha256sum` prints it.
+    static func sha256sum(_ path: String) throws -> String {
+        let result = try runProgram("/usr/bin/sha256sum", [path])
+        try #require(result.status == 0, "sha256sum failed: \(result.stderr)")
+        return String(result.stdout.prefix { $0 != " " })
+    }
+
+    /// Every line of `text` parsed as JSON (blank lines skipped).
+    static func jsonLines(_ text: String) throws -> [JSONValue] {
+        try text.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+    static func waitUntil(timeout: TimeInterval = 30, interval: TimeInterval = 0.01, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: interval)
+        }
+        return try condition()
+    }
+
+    /// Sends `signal` and waits up to `timeout` for the daemon to exit; returns its exit status,
+    /// or nil (after a SIGKILL) when it did not exit in time.
+    static func stop(_ daemon: DaemonProcess, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {
+        let process = daemon.process
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, signal)
+        if waitUntil(timeout: timeout, { !process.isRunning }) {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return nil
+    }
+
+    /// Creates `account` at the last version of `bundle` under `dataRoot` without a daemon
+    /// (`accountd migrate --create`).
+    static func createOffline(_ account: String, dataRoot: String, bundle: String) throws {
+        let result = try runProgram(Binaries.accountd, ["migrate", "--data-root", dataRoot, "--schema", bundle, "--create", account])
+        try #require(result.status == 0, "accountd migrate --create \(account) failed: \(result.stderr)")
+    }
+
+    /// Puts a file for `account` into `dataRoot` that is newer than `bundleSteps` and not readable
+    /// by them: made offline with a bundle of one more migration, then copied into place.
+    static func makeTooNewAccount(
+        _ account: String, dataRoot: String, bundleSteps: [String], in dir: borrowing TestDirectory
+    ) throws {
+        let newer = try BundleFixture.write(
+            at: dir.sub("newer-bundle-\(account)"), steps: bundleSteps + ["CREATE TABLE from_the_future (id INTEGER PRIMARY KEY);"])
+        let otherRoot = dir.sub("newer-root-\(account)")
+        try createOffline(account, dataRoot: otherRoot, bundle: newer)
+        try FileManager.default.createDirectory(atPath: dataRoot + "/accounts", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: otherRoot + "/accounts/\(account).sqlite", toPath: dataRoot + "/accounts/\(account).sqlite")
+    }
+
+    /// The sample bundle's three steps, for bundles that must match it.
+    static let sampleSteps = [
+        "CREATE TABLE user_info (\n  user_id INTEGER PRIMARY KEY,\n  user_name TEXT\n);\n",
+        "ALTER TABLE user_info ADD COLUMN age INTEGER;\n",
+        "ALTER TABLE user_info ADD COLUMN sex TEXT;\n\nCREATE TABLE app_data (\n  key TEXT PRIMARY KEY NOT NULL,\n  value TEXT\n);\n",
+    ]
+
+    /// A SQL statement that inserts `count` rows into `table(id, name, n)` from a recursive CTE.
+    static func insertRows(_ table: String, count: Int, from first: Int = 1) -> String {
+        """
+        WITH RECURSIVE c(i) AS (SELECT \(first) UNION ALL SELECT i + 1 FROM c WHERE i < \(first + count - 1))
+        INSERT INTO \(table)(id, name, n) SELECT i, printf('row-%08d-%s', i, hex(randomblob(8))), i * 7 FROM c;
+        """
+    }
+}
+
+/// A value shared between threads, guarded by a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+
+    var current: Value { withLock { $0 } }
+}
+
+extension RawClient {
+    /// Reads until the daemon closes the connection; true if it did (end of stream or a reset),
+    /// false if more replies came. Collects any lines that arrived.
+    func readUntilClosed() -> (closed: Bool, lines: [String]) {
+        var lines: [String] = []
+        while true {
+            do {
+                guard let line = try readLine() else { return (true, lines) }
+                lines.append(line)
+                if lines.count > 1000 { return (false, lines) }
+            } catch {
+                // ECONNRESET: the daemon closed with our bytes still unread.
+                return (true, lines)
+            }
+        }
+    }
+}

@@ -8,7 +8,14 @@ SCHEMA      ?= $(CURDIR)/config/schema
 PREFIX      ?= /usr/local
 BIN          = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 
-.PHONY: deps build run test bench clean
+DESTDIR     ?=
+BINDIR       = $(PREFIX)/bin
+DATADIR      = $(PREFIX)/share/accountd
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+SYSCONFDIR  ?= /etc
+
+.PHONY: deps build run test bench install clean
 
 ## deps: install the missing system packages (libsqlite3-dev, libsystemd-dev pinned, sqlite3)
 deps:
@@ -32,6 +39,21 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release
 	bash bench/migrate.sh
+
+## install: release build, then binaries, units, sysusers file, default config and sample bundle
+##          under $(DESTDIR)$(PREFIX) (config under $(DESTDIR)$(SYSCONFDIR)/accountd)
+install: deps
+	$(SWIFT) build -c release
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/accountd $(DESTDIR)$(DATADIR)/schema/migrations
+	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/accountd $$($(SWIFT) build -c release --show-bin-path)/accountctl $(DESTDIR)$(BINDIR)/
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd.service.in > $(DESTDIR)$(UNITDIR)/accountd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd.service
+	install -m 0644 systemd/accountd.socket $(DESTDIR)$(UNITDIR)/accountd.socket
+	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
+		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml
+	install -m 0644 config/schema/migrations/*.sql $(DESTDIR)$(DATADIR)/schema/migrations/
+	install -m 0644 config/schema/schema.sql $(DESTDIR)$(DATADIR)/schema/
 
 clean:
 	rm -rf .build run

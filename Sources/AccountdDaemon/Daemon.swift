@@ -12,8 +12,10 @@ public enum Daemon {
     /// active account is open.
     ///
     /// - Throws: when the data root, the bundle or the socket cannot be used; the error says which.
-    public static func run(settings: DaemonSettings, logger: Logger) async throws {
+    public static func run(settings: DaemonSettings, loader: SettingsLoader, logger: Logger) async throws {
         umask(0o077)
+        // SIGHUP's default action ends the process; ignore it until the reload service traps it.
+        signal(SIGHUP, SIG_IGN)
         let root = try DataRoot(settings.dataRoot)
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }
@@ -29,33 +31,44 @@ public enum Daemon {
         let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
         await service.restoreSavedAccount()
 
-        let policy = AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups)
+        let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
         let dispatcher = Dispatcher(
             service: service, policy: policy, logger: logger, temporaryDirectory: root.path + "/tmp",
             migrateConcurrency: settings.migrateConcurrency)
-        let listener: SocketServer.Listener =
-            if let passed = SocketActivation.passedSocket() {
-                .adopt(fd: passed.fd, description: "fd \(passed.fd), \(passed.name)")
-            } else {
-                .bind(path: settings.socketPath, mode: settings.socketMode)
-            }
+        let listener: SocketServer.Listener
+        let listeningPath: String?
+        if let passed = SocketActivation.passedSocket() {
+            listeningPath = SocketActivation.path(of: passed.fd)
+            listener = .adopt(fd: passed.fd, description: "fd \(passed.fd) '\(passed.name)'\(listeningPath.map { " at \($0)" } ?? "")")
+        } else {
+            listeningPath = settings.socketPath
+            listener = .bind(path: settings.socketPath, mode: settings.socketMode)
+        }
         let server = SocketServer(
             listener: listener, dispatcher: dispatcher, hub: hub, maximumRequestBytes: settings.maximumRequestBytes,
             logger: logger,
             onReady: {
                 Task {
                     await service.setPhase(.serving)
-                    let active = await service.active
-                    let status = active.map { "serving; active account \($0)" } ?? "serving; no active account"
+                    let status = await service.statusLine
                     SystemdNotifier.ready(status: status)
                     logger.notice("accountd \(AccountdVersion.current) ready: \(status)")
                 }
+            },
+            onStopping: {
+                SystemdNotifier.stopping()
+                logger.notice("shutting down: no new connections; finishing the requests in progress")
             })
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [
+                    .init(service: server),
+                    .init(service: Watchdog(socketPath: { listeningPath }, logger: logger)),
+                    .init(
+                        service: ReloadService(loader: loader, initial: settings, service: service, policy: policy, logger: logger)),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        SystemdNotifier.stopping()
         await service.setPhase(.stopping)
         try? await pool.shutdown()
         logger.notice("accountd stopped")

@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: settings.logLevel)
         let logger = Logger(label: "accountd")
         do {
-            try await Daemon.run(settings: settings, logger: logger)
+            try await Daemon.run(settings: settings, loader: loader, logger: logger)
         } catch {
             logger.critical("accountd cannot start: \(error)")
             throw ExitCode(1)

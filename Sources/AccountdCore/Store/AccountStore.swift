@@ -35,12 +35,27 @@ public final class AccountStore: Sendable {
     public let root: DataRoot
     public let bundle: SchemaBundle
     public let options: Options
-    private let locks = AccountLocks()
+    private let locks: AccountLocks
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root
         self.bundle = bundle
         self.options = options
+        self.locks = AccountLocks()
+    }
+
+    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks) {
+        self.root = root
+        self.bundle = bundle
+        self.options = options
+        self.locks = locks
+    }
+
+    /// A store over the same data root with another bundle, sharing this store's
+    /// per-account locks, so an operation still running under the old bundle and one
+    /// under the new never overlap on an account.
+    public func replacing(bundle: SchemaBundle, options: Options) -> AccountStore {
+        AccountStore(root: root, bundle: bundle, options: options, locks: locks)
     }
 
     var snapshots: SnapshotStore { SnapshotStore(root: root, keep: options.snapshotsToKeep) }

@@ -6,7 +6,7 @@ import Logging
 /// turns every failure into an error reply.
 struct Dispatcher: Sendable {
     let service: AccountService
-    let policy: AccessPolicy
+    let policy: Reloadable<AccessPolicy>
     let logger: Logger
     /// Where `Export` stages `sqlite` copies.
     let temporaryDirectory: String
@@ -19,7 +19,7 @@ struct Dispatcher: Sendable {
     func handle(_ request: Request, peer: PeerCredentials, writer: ReplyWriter) async throws {
         do {
             do {
-                try policy.check(request.method, peer: peer)
+                try policy.current.check(request.method, peer: peer)
             } catch {
                 logger.warning(
                     "refused \(request.method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])

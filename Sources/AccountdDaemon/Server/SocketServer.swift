@@ -22,6 +22,8 @@ struct SocketServer: Service {
     let logger: Logger
     /// Called once the socket accepts connections.
     let onReady: @Sendable () -> Void
+    /// Called when shutdown begins: no new connections are taken from then on.
+    let onStopping: @Sendable () -> Void
 
     func run() async throws {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -67,6 +69,7 @@ struct SocketServer: Service {
                 }
             }
             // No new connections; the ones open finish their current request.
+            onStopping()
             hub.finishAll()
         }
     }

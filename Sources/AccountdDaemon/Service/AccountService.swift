@@ -21,7 +21,7 @@ actor AccountService {
     }
 
     let root: DataRoot
-    let store: AccountStore
+    private(set) var store: AccountStore
     let pool: BlockingPool
     let hub: EventHub
     let board = MigrationBoard()
@@ -44,6 +44,14 @@ actor AccountService {
     var bundle: SchemaBundle { store.bundle }
 
     func setPhase(_ phase: Phase) { self.phase = phase }
+
+    /// Serves a new bundle (a reload): the next switch uses it.
+    func replaceStore(_ store: AccountStore) { self.store = store }
+
+    /// What systemd's STATUS= should say now.
+    var statusLine: String {
+        active.map { "serving; active account \($0)" } ?? "serving; no active account"
+    }
 
     /// Opens the account saved in `state.json`, so the daemon is ready in SPEC's sense.
     func restoreSavedAccount() async {
@@ -83,6 +91,7 @@ actor AccountService {
             preferences.close(account)
             return try store.open(account, create: create) { step in
                 board.progress(account, step)
+                SystemdNotifier.status("migrating \(account) \(step.step)/\(step.of)")
                 hub.publish([
                     "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
                     "of": JSONValue(step.of), "name": .string(step.name), "version": JSONValue(step.version),
@@ -97,6 +106,7 @@ actor AccountService {
         active = account
         activeVersion = outcome.version
         logSwitch(outcome)
+        if phase == .serving { SystemdNotifier.status(statusLine) }
         hub.publish([
             "event": "switched", "account": .string(account.rawValue), "previous": JSONValue(previous?.rawValue),
             "action": .string(outcome.action.rawValue), "version": JSONValue(outcome.version),

@@ -25,3 +25,19 @@ enum SocketActivation {
         return (SD_LISTEN_FDS_START, name)
     }
 }
+
+extension SocketActivation {
+    /// The filesystem path a listening Unix socket is bound to, or nil (abstract or not Unix).
+    static func path(of fd: CInt) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return path.isEmpty ? nil : path
+    }
+}

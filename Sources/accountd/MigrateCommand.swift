@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdDaemon
 import AccountdProtocol
 import ArgumentParser
 import Foundation
@@ -47,6 +48,14 @@ struct MigrateCommand: ParsableCommand {
             FileHandle.standardError.write(Data("accountd: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        let lock: DataRootLock
+        do {
+            lock = try DataRootLock(root: root.path)
+        } catch {
+            FileHandle.standardError.write(Data("accountd: \(error); use 'accountctl migrate' to migrate through the running daemon\n".utf8))
+            throw ExitCode(1)
+        }
+        defer { _ = lock }
         let store = AccountStore(root: root, bundle: bundle)
         let names = all ? root.accountNames() : accounts.map { try! AccountName($0) }
         var failed = 0

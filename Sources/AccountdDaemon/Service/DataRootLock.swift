@@ -4,10 +4,11 @@ import Foundation
 ///
 /// Held with `flock` on `<data-root>/accountd.lock` for the life of the process; the
 /// kernel drops it if the process dies.
-struct DataRootLock: ~Copyable {
+public struct DataRootLock: ~Copyable {
     private let fd: Int32
 
-    init(root: String) throws {
+    /// Takes the lock, or throws naming the data root when another process holds it.
+    public init(root: String) throws {
         let path = root + "/accountd.lock"
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw SocketError(message: "cannot open \(path): \(String(cString: strerror(errno)))") }

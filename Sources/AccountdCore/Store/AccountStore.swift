@@ -1,6 +1,7 @@
 import AccountdProtocol
 import Foundation
 import GRDB
+import Synchronization
 
 /// The account store: one SQLite file per account under a ``DataRoot``, kept at
 /// the version of a ``SchemaBundle``.
@@ -36,6 +37,8 @@ public final class AccountStore: Sendable {
     public let bundle: SchemaBundle
     public let options: Options
     private let locks: AccountLocks
+    /// Files that passed the deep check, by the stamp they had then: an unchanged file is not scanned again.
+    private let checked = Mutex<[AccountName: FileStamp]>([:])
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root
@@ -102,7 +105,10 @@ public final class AccountStore: Sendable {
             return outcome(.created, version: target, method: method)
         }
 
-        let facts = try AccountInspector.inspect(path: path, account: account, deep: options.checkIntegrityOnOpen)
+        let stamp = FileStamp(path: path)
+        let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
+        let facts = try AccountInspector.inspect(path: path, account: account, deep: deep)
+        defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
         let edited = editedMigrations(facts)
         switch facts.version {
         case target:

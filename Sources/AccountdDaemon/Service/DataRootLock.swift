@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Held with `flock` on `<data-root>/accountd.lock` for the life of the process; the
 /// kernel drops it if the process dies.
-public struct DataRootLock: ~Copyable {
+public final class DataRootLock {
     private let fd: Int32
 
     /// Takes the lock, or throws naming the data root when another process holds it.

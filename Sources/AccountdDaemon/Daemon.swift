@@ -46,6 +46,8 @@ public enum Daemon {
         }
         let server = SocketServer(
             listener: listener, dispatcher: dispatcher, hub: hub, maximumRequestBytes: settings.maximumRequestBytes,
+            maximumConnections: settings.maximumConnections,
+            idleTimeout: settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil,
             logger: logger,
             onReady: {
                 Task {

@@ -33,6 +33,8 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let requestTooLarge = accountd("RequestTooLarge")
     public static let invalidRequest = accountd("InvalidRequest")
     public static let shuttingDown = accountd("ShuttingDown")
+    /// The daemon serves `limits.maxConnections` connections already; this one is closed.
+    public static let tooManyConnections = accountd("TooManyConnections")
     /// A snapshot named in `Restore` does not exist.
     public static let snapshotNotFound = accountd("SnapshotNotFound")
     /// Something failed inside the daemon; the details are in its log, never on the wire.

@@ -16,6 +16,12 @@ public struct DaemonSettings: Sendable {
     public var logLevel: Logger.Level
     /// The longest request line accepted, in bytes (`requests.maxBytes`, default 1 MiB).
     public var maximumRequestBytes: Int
+    /// The most connections served at once (`limits.maxConnections`, default 512); one more
+    /// gets `TooManyConnections` and is closed.
+    public var maximumConnections: Int
+    /// A connection with no traffic and nothing in progress for this long is closed
+    /// (`limits.idleTimeoutSeconds`, default 600; 0 for never).
+    public var idleTimeoutSeconds: Double
     /// How long an operation waits for another on the same account (`accounts.lockTimeoutSeconds`).
     public var lockTimeoutSeconds: Double
     /// Snapshots kept per account (`accounts.snapshotsToKeep`).

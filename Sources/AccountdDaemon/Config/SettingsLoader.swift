@@ -88,6 +88,8 @@ public struct SettingsLoader: Sendable {
             "admin.users": .init(.stringArray([]), isSecret: false),
             "admin.groups": .init(.stringArray([]), isSecret: false),
             "preferences.groupCommit": .init(.bool(true), isSecret: false),
+            "limits.maxConnections": .init(.int(512), isSecret: false),
+            "limits.idleTimeoutSeconds": .init(.double(600), isSecret: false),
         ]
         let reader = ConfigReader(providers: [
             InMemoryProvider(name: "flags", values: given),
@@ -141,6 +143,11 @@ public struct SettingsLoader: Sendable {
         do { groupCommit = try reader.requiredBool(forKey: "preferences.groupCommit") } catch {
             throw Failure(description: "setting preferences.groupCommit must be true or false: \(error)")
         }
+        let idleTimeout: Double
+        do { idleTimeout = try reader.requiredDouble(forKey: "limits.idleTimeoutSeconds") } catch {
+            throw Failure(description: "setting limits.idleTimeoutSeconds must be a number of seconds: \(error)")
+        }
+        guard idleTimeout >= 0 else { throw Failure(description: "setting limits.idleTimeoutSeconds may not be negative") }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
@@ -149,6 +156,8 @@ public struct SettingsLoader: Sendable {
             schemaDirectory: try absolute(string("schema.dir")),
             logLevel: level,
             maximumRequestBytes: try int("requests.maxBytes", 64...(256 << 20)),
+            maximumConnections: try int("limits.maxConnections", 1...100_000),
+            idleTimeoutSeconds: idleTimeout,
             lockTimeoutSeconds: timeout,
             snapshotsToKeep: try int("accounts.snapshotsToKeep", 1...1000),
             checkIntegrityOnOpen: checkIntegrity,

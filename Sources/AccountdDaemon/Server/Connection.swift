@@ -10,6 +10,7 @@ import Synchronization
 struct Connection {
     let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
     let peer: PeerCredentials
+    let activity: ConnectionActivity
     let dispatcher: Dispatcher
     let hub: EventHub
     let maximumRequestBytes: Int
@@ -41,9 +42,16 @@ struct Connection {
         var framer = LineFramer(maximumLineLength: maximumRequestBytes)
         var watch: Task<Void, Never>?
         defer { watch?.cancel() }
+        var handled = 0
         reading: for try await buffer in inbound {
             framer.append(buffer.readableBytesView)
             while true {
+                // Fairness: a client that pipelines thousands of requests lets others run between them.
+                handled += 1
+                if handled % 32 == 0 {
+                    try await writer.flush()
+                    await Task.yield()
+                }
                 let line: [UInt8]
                 do {
                     guard let next = try framer.nextLine() else { break }
@@ -83,9 +91,12 @@ struct Connection {
                         continue
                     }
                     try await writer.flush()
+                    activity.begin()  // a watcher is never idle
                     watch = startWatch(writer.outbound)
                     continue
                 }
+                activity.begin()
+                defer { activity.end() }
                 try await dispatcher.handle(request, peer: peer, writer: writer)
             }
             try await writer.flush()

@@ -19,6 +19,10 @@ struct SocketServer: Service {
     let dispatcher: Dispatcher
     let hub: EventHub
     let maximumRequestBytes: Int
+    /// `limits.maxConnections`.
+    let maximumConnections: Int
+    /// `limits.idleTimeoutSeconds`; nil for no timeout.
+    let idleTimeout: TimeAmount?
     let logger: Logger
     /// Called once the socket accepts connections.
     let onReady: @Sendable () -> Void
@@ -29,19 +33,25 @@ struct SocketServer: Service {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<(NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerCredentials)> = { channel in
+        let idleTimeout = idleTimeout
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             guard let provider = channel as? SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
             }
             return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
                 .flatMapThrowing { (credentials: UCred) in
-                    (
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
-                        PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
-                    )
+                    let activity = ConnectionActivity()
+                    if let idleTimeout {
+                        try channel.pipeline.syncOperations.addHandlers(
+                            IdleStateHandler(allTimeout: idleTimeout), IdleCloser(activity: activity))
+                    }
+                    return Accepted(
+                        channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
+                        peer: PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid),
+                        activity: activity)
                 }
         }
-        let server: NIOAsyncChannel<(NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerCredentials), Never>
+        let server: NIOAsyncChannel<Accepted, Never>
         switch listener {
         case .bind(let path, let mode):
             try Self.refuseLiveSocket(at: path)
@@ -57,13 +67,19 @@ struct SocketServer: Service {
             logger.info("listening on the socket systemd passed (\(description))")
         }
         onReady()
+        let counter = ConnectionCounter(limit: maximumConnections)
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
-                for try await (channel, peer) in connections.cancelOnGracefulShutdown() {
+                for try await accepted in connections.cancelOnGracefulShutdown() {
+                    guard counter.enter() else {
+                        group.addTask { await refuse(accepted, limit: counter.limit) }
+                        continue
+                    }
                     group.addTask {
+                        defer { counter.leave() }
                         await Connection(
-                            channel: channel, peer: peer, dispatcher: dispatcher, hub: hub,
-                            maximumRequestBytes: maximumRequestBytes, logger: logger
+                            channel: accepted.channel, peer: accepted.peer, activity: accepted.activity, dispatcher: dispatcher,
+                            hub: hub, maximumRequestBytes: maximumRequestBytes, logger: logger
                         ).run()
                     }
                 }
@@ -71,6 +87,20 @@ struct SocketServer: Service {
             // No new connections; the ones open finish their current request.
             onStopping()
             hub.finishAll()
+        }
+    }
+
+    /// Answers a connection over the limit with an error and closes it.
+    private func refuse(_ accepted: Accepted, limit: Int) async {
+        logger.warning(
+            "refused a connection from uid \(accepted.peer.uid): \(limit) connections are open (limits.maxConnections)",
+            metadata: ["peer_uid": "\(accepted.peer.uid)"])
+        let reply = ProtocolError(
+            .tooManyConnections, "accountd already serves \(limit) connections (limits.maxConnections); retry later",
+            facts: [("limit", JSONValue(limit))]
+        ).reply
+        try? await accepted.channel.executeThenClose { _, outbound in
+            try await outbound.write(ByteBuffer(string: reply.encoded()))
         }
     }
 
@@ -97,6 +127,13 @@ struct SocketServer: Service {
             throw SocketError(message: "another accountd is already serving on \(path); stop it first or choose another --socket")
         }
     }
+}
+
+/// A connection as the accept loop hands it over.
+struct Accepted: Sendable {
+    var channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    var peer: PeerCredentials
+    var activity: ConnectionActivity
 }
 
 struct SocketError: Error, CustomStringConvertible {

@@ -15,7 +15,9 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR  ?= /etc
 
-.PHONY: deps build run test bench install clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps build run test fuzz bench install clean
 
 ## deps: install the missing system packages (libsqlite3-dev, libsystemd-dev pinned, sqlite3)
 deps:
@@ -34,6 +36,16 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## fuzz: build the libFuzzer target over the protocol codec and run it for FUZZ_SECONDS
+fuzz:
+	@mkdir -p .build/fuzz .build/fuzz/corpus
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name CodecFuzzer \
+		Sources/AccountdProtocol/*.swift Fuzz/CodecFuzzer.swift -o .build/fuzz/codec 2>.build/fuzz/build.log || (cat .build/fuzz/build.log; exit 1)
+	cp Fuzz/corpus/codec/* .build/fuzz/corpus/
+	.build/fuzz/codec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 .build/fuzz/corpus >.build/fuzz/run.log 2>&1 \
+		|| (tail -60 .build/fuzz/run.log; exit 1)
+	@grep -E "^Done|stat::number_of_executed_units" .build/fuzz/run.log
 
 ## bench: run the benchmarks and print their figures (see docs/PERFORMANCE.md)
 bench: deps

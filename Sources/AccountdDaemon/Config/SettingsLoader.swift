@@ -2,6 +2,7 @@ import AccountdCore
 import Configuration
 import Foundation
 import Logging
+import Yams
 
 /// Resolves ``DaemonSettings`` with swift-configuration.
 ///
@@ -57,9 +58,21 @@ public struct SettingsLoader: Sendable {
         if file.required && !FileManager.default.fileExists(atPath: file.path) {
             throw Failure(description: "config file \(file.path) does not exist")
         }
-        let yaml: FileProvider<YAMLSnapshot>
+        // A config file with nothing in it (or only comments) means "all defaults".
+        var fileIsEmpty = true
+        if let text = try? String(contentsOfFile: file.path, encoding: .utf8) {
+            do {
+                fileIsEmpty = try Yams.compose(yaml: text) == nil
+            } catch {
+                throw Failure(description: "config file \(file.path) is not valid YAML: \(error)")
+            }
+        }
+        let yaml: any ConfigProvider
         do {
-            yaml = try await FileProvider<YAMLSnapshot>(filePath: .init(file.path), allowMissing: true)
+            yaml =
+                fileIsEmpty
+                ? InMemoryProvider(name: "empty config file", values: [:])
+                : try await FileProvider<YAMLSnapshot>(filePath: .init(file.path), allowMissing: true)
         } catch {
             throw Failure(description: "config file \(file.path) cannot be read: \(error)")
         }

@@ -39,6 +39,9 @@ public final class AccountStore: Sendable {
     private let locks: AccountLocks
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not scanned again.
     private let checked = Mutex<[AccountName: FileStamp]>([:])
+    /// What the last inspection found, by the stamps of the file and its WAL: switching back
+    /// to an account whose files did not change reads nothing.
+    private let known = Mutex<[AccountName: (main: FileStamp, wal: FileStamp?, facts: AccountFacts)]>([:])
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root
@@ -106,13 +109,27 @@ public final class AccountStore: Sendable {
         }
 
         let stamp = FileStamp(path: path)
-        let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
-        let facts = try AccountInspector.inspect(path: path, account: account, deep: deep)
+        let walStamp = FileStamp(path: path + "-wal")
+        let facts: AccountFacts
+        if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp {
+            facts = cached.facts
+        } else {
+            let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
+            facts = try AccountInspector.inspect(path: path, account: account, deep: deep)
+        }
+        // The daemon trusts its own writes: after this operation the file counts as checked.
         defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
+        func remember() {
+            guard let main = FileStamp(path: path) else { return }
+            let wal = FileStamp(path: path + "-wal")
+            known.withLock { $0[account] = (main, wal, facts) }
+        }
+        known.withLock { $0[account] = nil }
         let edited = editedMigrations(facts)
         switch facts.version {
         case target:
             try runOnOpen(account, path: path)
+            remember()
             return outcome(.opened, version: target, edited: edited)
         case ..<target:
             let snapshotStart = ContinuousClock.now
@@ -132,6 +149,7 @@ public final class AccountStore: Sendable {
                         + "at version \(facts.lastCompatibleVersion) or later to be read; upgrade the app. The file was left untouched",
                     account: account.rawValue, file: path, fromVersion: facts.version, toVersion: target)
             }
+            remember()
             return outcome(.opened, version: facts.version, compatible: true, edited: edited)
         }
     }
@@ -244,6 +262,7 @@ public final class AccountStore: Sendable {
     ///   not a sound copy of this account, `accountBusy`, `storage`.
     public func restore(_ account: AccountName, snapshot name: String?) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
         try locks.withLock(account, timeout: options.lockTimeout) {
+            known.withLock { $0[account] = nil }
             let chosen = try snapshots.find(account, name: name)
             _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true)
             let path = root.accountPath(account)

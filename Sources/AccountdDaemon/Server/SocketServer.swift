@@ -75,7 +75,8 @@ struct SocketServer: Service {
                         group.addTask { await refuse(accepted, limit: counter.limit) }
                         continue
                     }
-                    group.addTask {
+                    let executor = EventLoopExecutor(accepted.channel.channel.eventLoop)
+                    group.addTask(executorPreference: executor) {
                         defer { counter.leave() }
                         await Connection(
                             channel: accepted.channel, peer: accepted.peer, activity: accepted.activity, dispatcher: dispatcher,

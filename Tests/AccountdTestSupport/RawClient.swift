@@ -18,11 +18,8 @@ public final class RawClient {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw ClientError(message: "connect(\(path)): \(String(cString: strerror(code)))")
-        }
+        // On failure, deinit closes the descriptor (it runs for a class whose properties are all set).
+        guard result == 0 else { throw ClientError(message: "connect(\(path)): \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }

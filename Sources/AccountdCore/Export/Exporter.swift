@@ -28,6 +28,9 @@ public struct Exporter: Sendable {
     /// - Throws: ``AccountdError`` when the file cannot be read, or whatever `sink` throws
     ///   (a client that went away), which stops the export.
     public func export(_ format: ExportFormat, to sink: inout some ExportSink) throws -> ExportSummary {
+        // Only a sound account file of this account is exported; a foreign, empty or
+        // another account's file is refused like Switch refuses it.
+        _ = try AccountInspector.inspect(path: path, account: account, deep: false)
         do {
             switch format {
             case .jsonl: return try exportJSONLines(to: &sink)

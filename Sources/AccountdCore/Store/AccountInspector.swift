@@ -37,11 +37,25 @@ enum AccountInspector {
                 throw AccountdError.corrupt(account, path: path, "is not a SQLite database (it lacks the SQLite file header)")
             }
         }
+        // Opening a WAL-mode file, even read-only, makes SQLite create -shm (and maybe -wal)
+        // beside it. For a file that is then refused, those are removed again, so a refusal
+        // leaves the folder exactly as it was.
+        let companions = ["-wal", "-shm"].filter { !FileSystem.exists(path + $0) }
+        var refused = true
+        defer {
+            if refused {
+                for suffix in companions where FileSystem.size(of: path + suffix) == 0 || suffix == "-shm" {
+                    try? FileSystem.removeIfPresent(path + suffix)
+                }
+            }
+        }
         do {
             let queue = try DatabaseQueue(
                 path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "inspect"))
             defer { try? queue.close() }
-            return try queue.read { db in try facts(db, path: path, account: account, deep: deep) }
+            let found = try queue.read { db in try Self.facts(db, path: path, account: account, deep: deep) }
+            refused = false
+            return found
         } catch let error as AccountdError {
             throw error
         } catch let error as DatabaseError {

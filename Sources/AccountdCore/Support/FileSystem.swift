@@ -108,7 +108,7 @@ enum FileSystem {
     /// even after power loss. The file is 0600.
     static func atomicWrite(_ data: Data, to path: String) throws {
         let temp = (path as NSString).deletingLastPathComponent + "/." + (path as NSString).lastPathComponent
-            + ".tmp-\(getpid())"
+            + ".tmp-\(getpid())-\(UUID().uuidString.prefix(8))"
         try removeIfPresent(temp)
         let fd = open(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AccountdError.storage("creating", path: temp, errno: errno) }

@@ -16,13 +16,7 @@ import Yams
 enum NamespaceConfig {
     /// The declared namespaces, or ``NamespaceDeclaration/defaults`` when the file has no `namespaces:`.
     static func read(file: String?) throws -> [NamespaceDeclaration] {
-        guard let file else { return NamespaceDeclaration.defaults }
-        let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw SettingsLoader.Failure(description: "config file \(file) cannot be read: \(error)")
-        }
+        guard let file, let text = try text(of: file) else { return NamespaceDeclaration.defaults }
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
@@ -46,6 +40,20 @@ enum NamespaceConfig {
             declarations.append(NamespaceDeclaration(name: name, scope: scope))
         }
         return declarations
+    }
+
+    /// The config file's text, or nil when it does not exist. Reads any file, `/dev/null` included.
+    static func text(of path: String) throws -> String? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw SettingsLoader.Failure(description: "config file \(path) cannot be opened: \(String(cString: strerror(errno)))")
+        }
+        defer { try? handle.close() }
+        let data = handle.readDataToEndOfFile()
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SettingsLoader.Failure(description: "config file \(path) is not UTF-8 text")
+        }
+        return text
     }
 
     private static func isValidName(_ name: String) -> Bool {

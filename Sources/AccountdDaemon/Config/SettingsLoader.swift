@@ -60,7 +60,7 @@ public struct SettingsLoader: Sendable {
         }
         // A config file with nothing in it (or only comments) means "all defaults".
         var fileIsEmpty = true
-        if let text = try? String(contentsOfFile: file.path, encoding: .utf8) {
+        if let text = try NamespaceConfig.text(of: file.path) {
             do {
                 fileIsEmpty = try Yams.compose(yaml: text) == nil
             } catch {
@@ -185,4 +185,9 @@ public struct SettingsLoader: Sendable {
     private func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
+}
+
+extension SettingsLoader: CustomStringConvertible {
+    /// Never the environment: it may hold secrets.
+    public var description: String { "SettingsLoader(config: \(configFile.path))" }
 }

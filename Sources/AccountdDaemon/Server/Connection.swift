@@ -43,6 +43,7 @@ struct Connection {
         var watch: Task<Void, Never>?
         defer { watch?.cancel() }
         var handled = 0
+        var framingLost = false
         reading: for try await buffer in inbound {
             framer.append(buffer.readableBytesView)
             while true {
@@ -65,11 +66,13 @@ struct Connection {
                         ).reply)
                     try await writer.flush()
                     logger.warning("closed a connection from uid \(peer.uid): request over \(maximumRequestBytes) bytes", metadata: ["peer_uid": "\(peer.uid)"])
+                    framingLost = true
                     break reading
                 }
                 if stopping.load(ordering: .relaxed) {
                     try await writer.send(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
                     try await writer.flush()
+                    framingLost = true
                     break reading
                 }
                 if watch != nil {
@@ -101,9 +104,9 @@ struct Connection {
             }
             try await writer.flush()
         }
-        // A last request without its newline still counts.
+        // A last request without its newline still counts (unless the stream was cut off above).
         let rest = framer.remainder
-        if !rest.isEmpty, watch == nil, !stopping.load(ordering: .relaxed), rest.count <= maximumRequestBytes {
+        if !framingLost, !rest.isEmpty, watch == nil, !stopping.load(ordering: .relaxed), rest.count <= maximumRequestBytes {
             do {
                 if let request = try Request.decode(rest), request.method != .watch {
                     try await dispatcher.handle(request, peer: peer, writer: writer)

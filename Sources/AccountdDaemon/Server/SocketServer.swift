@@ -141,3 +141,8 @@ struct SocketError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
 }
+
+extension SocketServer: CustomStringConvertible {
+    // ServiceLifecycle logs services by their description; never let it dump settings or the environment.
+    var description: String { "SocketServer" }
+}

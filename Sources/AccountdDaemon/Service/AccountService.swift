@@ -31,6 +31,12 @@ actor AccountService {
     private(set) var phase: Phase = .starting
     private(set) var active: AccountName?
     private var activeVersion: Int?
+    /// Switches take a ticket when their file is ready; `state.json` is written in ticket
+    /// order on one queue, and only the newest ticket becomes active, so what a restart
+    /// brings back is always what was active last.
+    private var switchTicket = 0
+    private var appliedTicket = 0
+    private let stateQueue = DispatchQueue(label: "accountd.state")
 
     init(store: AccountStore, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
         self.root = store.root
@@ -92,6 +98,8 @@ actor AccountService {
             return try store.open(account, create: create) { step in
                 board.progress(account, step)
                 SystemdNotifier.status("migrating \(account) \(step.step)/\(step.of)")
+                // A migration at start-up may be long: ask systemd for more time, a step at a time.
+                SystemdNotifier.notify("EXTEND_TIMEOUT_USEC=120000000")
                 hub.publish([
                     "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
                     "of": JSONValue(step.of), "name": .string(step.name), "version": JSONValue(step.version),
@@ -99,10 +107,28 @@ actor AccountService {
                 progress?(step)
             }
         }
-        if save, active != account {
-            try await pool.run { [root] in try root.saveActiveAccount(account) }
+        let unchanged = active == account && switchTicket == appliedTicket
+        switchTicket += 1
+        let ticket = switchTicket
+        if save && !unchanged {
+            let root = root
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                stateQueue.async {
+                    do {
+                        try root.saveActiveAccount(account)
+                        continuation.resume()
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
         }
         let previous = active
+        guard ticket > appliedTicket else {
+            // A switch that finished after this one is already active; this one still succeeded.
+            return SwitchResult(outcome: outcome, previous: previous)
+        }
+        appliedTicket = ticket
         active = account
         activeVersion = outcome.version
         logSwitch(outcome)

@@ -75,3 +75,8 @@ struct ReloadService: Service {
         SystemdNotifier.notify("READY=1\nSTATUS=" + (active.map { "serving; active account \($0)" } ?? "serving; no active account"))
     }
 }
+
+extension ReloadService: CustomStringConvertible {
+    // ServiceLifecycle logs services by their description; never let it dump settings or the environment.
+    var description: String { "ReloadService" }
+}

@@ -70,3 +70,8 @@ struct Watchdog: Service {
         return received.starts(with: Array("{\"parameters\"".utf8))
     }
 }
+
+extension Watchdog: CustomStringConvertible {
+    // ServiceLifecycle logs services by their description; never let it dump settings or the environment.
+    var description: String { "Watchdog" }
+}

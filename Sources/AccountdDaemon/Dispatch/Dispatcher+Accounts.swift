@@ -5,7 +5,7 @@ import Synchronization
 extension Dispatcher {
     func status(_ parameters: Parameters, writer: ReplyWriter) async throws {
         guard let account = try parameters.account() else {
-            try await writer.send(Reply(parameters: await service.daemonStatus()))
+            try await writer.send(Reply(parameters: service.daemonStatus()))
             return
         }
         let status = try await service.accountStatus(account)

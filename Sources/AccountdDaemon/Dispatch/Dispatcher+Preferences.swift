@@ -15,7 +15,7 @@ extension Dispatcher {
         if scope == .account {
             if let given = try parameters.account() {
                 account = given
-            } else if let active = await service.active {
+            } else if let active = service.published.withLock({ $0.active }) {
                 account = active
             } else {
                 throw ProtocolError(
@@ -30,8 +30,7 @@ extension Dispatcher {
             case .memory: value = preferences.memoryGet(namespace, key!)
             case .device: value = try preferences.deviceDatabase.get(namespace, key!)
             case .account:
-                let database = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }
-                value = database.get(namespace, key!)
+                value = try await accountDatabase(account!).get(namespace, key!)
             }
             guard let value else { throw Self.keyNotFound(namespace, key!, account) }
             try await writer.send(Reply(parameters: ["value": value]))
@@ -41,7 +40,7 @@ extension Dispatcher {
             case .memory: keys = preferences.memoryKeys(namespace)
             case .device: keys = try preferences.deviceDatabase.keys(namespace)
             case .account:
-                keys = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }.keys(namespace)
+                keys = try await accountDatabase(account!).keys(namespace)
             }
             try await writer.send(Reply(parameters: ["keys": .array(keys.map { .string($0) })]))
         case .set, .delete:
@@ -59,8 +58,7 @@ extension Dispatcher {
             case .memory: existed = preferences.memorySet(namespace, key!, value)
             case .device: existed = try await preferences.deviceDatabase.apply(change)
             case .account:
-                let database = try await service.pool.run { [account] in try preferences.accountDatabase(account!) }
-                existed = try await database.apply(change)
+                existed = try await accountDatabase(account!).apply(change)
             }
             if value == nil && !existed { throw Self.keyNotFound(namespace, key!, account) }
             preferences.publishChange(namespace, key!, scope: scope, account: account, value: value)
@@ -68,6 +66,13 @@ extension Dispatcher {
         default:
             preconditionFailure("not a preference method: \(request.method)")
         }
+    }
+
+    /// The account's preference table: at once when it is open, else opened on a pool thread.
+    private func accountDatabase(_ account: AccountName) async throws -> PreferenceDatabase {
+        let preferences = service.preferences
+        if let open = preferences.openAccountDatabase(account) { return open }
+        return try await service.pool.run { try preferences.accountDatabase(account) }
     }
 
     static func keyNotFound(_ namespace: String, _ key: String, _ account: AccountName?) -> ProtocolError {

@@ -42,7 +42,7 @@ struct Dispatcher: Sendable {
         let parameters = request.parameters
         switch request.method {
         case .info:
-            try await writer.send(Reply(parameters: await service.info()))
+            try await writer.send(Reply(parameters: service.info()))
         case .ping:
             try await writer.send(Reply())
         case .status:

@@ -2,6 +2,7 @@ import AccountdCore
 import AccountdProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// The daemon's shared state: the store, the active account and who is migrating.
 ///
@@ -29,8 +30,22 @@ actor AccountService {
     let preferences: PreferenceService
     let startedAt = Date()
     private(set) var phase: Phase = .starting
-    private(set) var active: AccountName?
-    private var activeVersion: Int?
+    private(set) var active: AccountName? {
+        didSet { published.withLock { $0.active = active } }
+    }
+    private var activeVersion: Int? {
+        didSet { published.withLock { $0.version = activeVersion } }
+    }
+    /// The active account and the bundle, readable without a hop onto the actor, so that
+    /// `Status` and `Info` answer at the speed of a lock.
+    nonisolated let published = Mutex(Published())
+
+    struct Published: Sendable {
+        var active: AccountName?
+        var version: Int?
+        var bundleVersion = 0
+        var bundleFingerprint = ""
+    }
     /// Switches take a ticket when their file is ready; `state.json` is written in ticket
     /// order on one queue, and only the newest ticket becomes active, so what a restart
     /// brings back is always what was active last.
@@ -45,6 +60,10 @@ actor AccountService {
         self.pool = pool
         self.hub = hub
         self.logger = logger
+        published.withLock {
+            $0.bundleVersion = store.bundle.targetVersion
+            $0.bundleFingerprint = store.bundle.fingerprint
+        }
     }
 
     var bundle: SchemaBundle { store.bundle }
@@ -52,7 +71,13 @@ actor AccountService {
     func setPhase(_ phase: Phase) { self.phase = phase }
 
     /// Serves a new bundle (a reload): the next switch uses it.
-    func replaceStore(_ store: AccountStore) { self.store = store }
+    func replaceStore(_ store: AccountStore) {
+        self.store = store
+        published.withLock {
+            $0.bundleVersion = store.bundle.targetVersion
+            $0.bundleFingerprint = store.bundle.fingerprint
+        }
+    }
 
     /// What systemd's STATUS= should say now.
     var statusLine: String {
@@ -161,13 +186,14 @@ actor AccountService {
         }
     }
 
-    /// The daemon-wide status.
-    func daemonStatus() -> JSONValue {
+    /// The daemon-wide status. Never waits: it reads ``published``.
+    nonisolated func daemonStatus() -> JSONValue {
+        let now = published.withLock { $0 }
         let state: String =
-            if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
+            if let active = now.active, board.isMigrating(active) { "migrating" } else if now.active != nil { "ready" } else { "idle" }
         return [
-            "active": JSONValue(active?.rawValue), "state": .string(state),
-            "version": activeVersion.map { JSONValue($0) } ?? .null, "bundleVersion": JSONValue(bundle.targetVersion),
+            "active": JSONValue(now.active?.rawValue), "state": .string(state),
+            "version": now.version.map { JSONValue($0) } ?? .null, "bundleVersion": JSONValue(now.bundleVersion),
         ]
     }
 
@@ -255,12 +281,13 @@ actor AccountService {
         return (restored, saved, reopened)
     }
 
-    func info() -> JSONValue {
-        [
+    nonisolated func info() -> JSONValue {
+        let now = published.withLock { $0 }
+        return [
             "product": "accountd", "version": .string(AccountdVersion.current), "protocol": 1,
             "pid": JSONValue(Int(getpid())), "uptimeSeconds": JSONValue(Int(Date().timeIntervalSince(startedAt))),
             "dataRoot": .string(root.path),
-            "bundle": ["version": JSONValue(bundle.targetVersion), "fingerprint": .string(bundle.fingerprint)],
+            "bundle": ["version": JSONValue(now.bundleVersion), "fingerprint": .string(now.bundleFingerprint)],
         ]
     }
 }

@@ -69,6 +69,15 @@ final class PreferenceService: Sendable {
         }
     }
 
+    /// The preference table of `account` if it is open already; never blocks.
+    func openAccountDatabase(_ account: AccountName) -> PreferenceDatabase? {
+        let tick = clock.add(1, ordering: .relaxed).newValue
+        return accounts.withLock { entries in
+            entries[account]?.used = tick
+            return entries[account]?.database
+        }
+    }
+
     /// The preference table of `account`, opened if needed. Blocking: call from a pool thread.
     func accountDatabase(_ account: AccountName) throws -> PreferenceDatabase {
         let tick = clock.add(1, ordering: .relaxed).newValue

@@ -16,6 +16,9 @@ public enum Daemon {
         umask(0o077)
         // SIGHUP's default action ends the process; ignore it until the reload service traps it.
         signal(SIGHUP, SIG_IGN)
+        // Past a file-size limit (RLIMIT_FSIZE), a write should fail with EFBIG, which SQLite
+        // reports as a full disk and rolls back, instead of killing the daemon.
+        signal(SIGXFSZ, SIG_IGN)
         let root = try DataRoot(settings.dataRoot)
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }

@@ -90,6 +90,19 @@ final class Connection {
     /// - Throws: ``ClientError`` (exit 69) when the connection ends first or the line is
     ///   not a reply.
     func nextReply() throws -> Reply {
+        try decode(nextLine())
+    }
+
+    private func decode(_ line: [UInt8]) throws -> Reply {
+        do {
+            return try Reply.decode(line)
+        } catch {
+            throw ClientError.connectionLost(socket: socketPath, "\(error.message); is accountd listening on this socket?")
+        }
+    }
+
+    /// Reads the next reply line, undecoded.
+    func nextLine() throws -> [UInt8] {
         while true {
             let line: [UInt8]?
             do {
@@ -98,13 +111,7 @@ final class Connection {
                 throw ClientError.connectionLost(
                     socket: socketPath, "a reply is longer than \(error.limit >> 20) MiB; is accountd listening on this socket?")
             }
-            if let line {
-                do {
-                    return try Reply.decode(line)
-                } catch {
-                    throw ClientError.connectionLost(socket: socketPath, "\(error.message); is accountd listening on this socket?")
-                }
-            }
+            if let line { return line }
             let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -137,6 +144,23 @@ final class Connection {
         try sendRequest(Request(method: method, parameters: Parameters(parameters), more: true))
         while true {
             let reply = try Self.checked(nextReply())
+            guard reply.continues else { return reply.parameters }
+            try each(reply.parameters)
+        }
+    }
+
+    /// Like ``stream(_:_:each:)``, but offers every line undecoded to `raw` first; a line
+    /// `raw` takes (returns true for) is not decoded at all. For bulk data, where decoding
+    /// each reply would cost more than the data is worth.
+    func streamLines(
+        _ method: Method, _ parameters: [(String, JSONValue)] = [],
+        raw: ([UInt8]) throws -> Bool, each: (JSONValue) throws -> Void
+    ) throws -> JSONValue {
+        try sendRequest(Request(method: method, parameters: Parameters(parameters), more: true))
+        while true {
+            let line = try nextLine()
+            if try raw(line) { continue }
+            let reply = try Self.checked(decode(line))
             guard reply.continues else { return reply.parameters }
             try each(reply.parameters)
         }

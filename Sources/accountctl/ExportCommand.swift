@@ -74,10 +74,23 @@ struct ExportCommand: ParsableCommand {
         let summary: JSONValue
         do {
             let parameters: [(String, JSONValue)] = [("account", .string(account)), ("format", .string(format.rawValue))]
-            summary = try connection.stream(.export, parameters) { reply in
+            let each: (JSONValue) throws -> Void = { reply in
                 if printsEveryReply { Output.json(reply) }
                 try received.take(reply, format: format, into: sink)
                 progress.update(status: received.progressText(format))
+            }
+            if format == .jsonl && !printsEveryReply {
+                // A row reply is {"parameters":<row>,"continues":true}: write <row> as it is.
+                summary = try connection.streamLines(.export, parameters, raw: { line in
+                    guard let row = Received.rowBytes(line) else { return false }
+                    try sink?.append(row)
+                    try sink?.append(CollectionOfOne(UInt8(ascii: "\n")))
+                    received.rows += 1
+                    if received.rows % 4096 == 0 { progress.update(status: received.progressText(format)) }
+                    return true
+                }, each: each)
+            } else {
+                summary = try connection.stream(.export, parameters, each: each)
             }
             progress.clear()
             do {
@@ -105,6 +118,17 @@ private struct Received {
     var chunks: Int64 = 0
     var bytes: Int64 = 0
     var hasher = SHA256()
+
+    private static let rowPrefix = Array(#"{"parameters":{"table":"#.utf8)
+    private static let rowSuffix = Array(#","continues":true}"#.utf8)
+
+    /// The row object inside a jsonl row reply line, or nil when the line is something else.
+    static func rowBytes(_ line: [UInt8]) -> ArraySlice<UInt8>? {
+        guard line.count > rowPrefix.count + rowSuffix.count, line.starts(with: rowPrefix),
+            line[(line.count - rowSuffix.count)...].elementsEqual(rowSuffix)
+        else { return nil }
+        return line[14..<(line.count - rowSuffix.count)]
+    }
 
     /// Takes one streamed reply: checks its shape and writes its data to `sink`.
     mutating func take(_ reply: JSONValue, format: ExportCommand.Format, into sink: ExportSink?) throws {

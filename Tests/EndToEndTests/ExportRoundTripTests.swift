@@ -42,7 +42,7 @@ import Testing
     static let names = [
         "Zoë «quoted» 'single' \"double\" `back`",
         "😀 emoji 👩‍👩‍👧 日本語 🇫🇷",
-        "line1\nline2\ttab\\backslash\r\nafter CRLF",
+        "line1\nline2\ttab\\backslash\n\nafter a blank line\rand a lone CR",
     ]
 
     /// Rows of every storage class, written with the sqlite3 shell behind the daemon's back.
@@ -51,7 +51,7 @@ import Testing
         INSERT INTO author(name, born) VALUES
           ('Zoë «quoted» ''single'' "double" `back`', 1970),
           ('😀 emoji 👩‍👩‍👧 日本語 🇫🇷', NULL),
-          ('line1' || char(10) || 'line2' || char(9) || 'tab\\backslash' || char(13, 10) || 'after CRLF', -5);
+          ('line1' || char(10) || 'line2' || char(9) || 'tab\\backslash' || char(10, 10) || 'after a blank line' || char(13) || 'and a lone CR', -5);
         INSERT INTO book(id, author_id, title, price, cover, note) VALUES
           (1, 1, 'First', 0.1, X'00FF10', NULL),
           (2, 2, 'Second', 1e300, X'', 'x'),
@@ -69,7 +69,7 @@ import Testing
     /// A daemon on the rich bundle with account `alice` created by it and filled by sqlite3.
     static func prepare(_ dir: borrowing TestDirectory) throws -> DaemonProcess {
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: steps)
-        let daemon = try DaemonProcess(directory: dir.path, bundle: bundle)
+        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle)
         let switched = try daemon.client().callOne("switch alice")
         try #require(switched.error == nil, "\(switched.parameters)")
         try #require(switched.parameters["action"] == "created")
@@ -91,12 +91,12 @@ import Testing
         let daemon = try Self.prepare(dir)
         let account = daemon.accountPath("alice")
         let dump = dir.sub("dump.sql")
-        let result = try runAccountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
         #expect(result.status == 0, "\(result.stderr)")
         let text = try String(contentsOfFile: dump, encoding: .utf8)
 
         let rebuilt = dir.sub("new.db")
-        try Files.sqlite3(rebuilt, text)
+        try E2E.sqlite3(rebuilt, text)
         #expect(try E2E.sql(rebuilt, Self.masterQuery) == E2E.sql(account, Self.masterQuery))
         #expect(try E2E.sql(rebuilt, Self.recordsQuery) == E2E.sql(account, Self.recordsQuery))
         #expect(try E2E.sql(rebuilt, "PRAGMA user_version;") == "2")
@@ -130,7 +130,7 @@ import Testing
 
         // Through accountctl: --json with -o prints only the final reply.
         let copy = dir.sub("copy.sqlite")
-        let result = try runAccountctl(["--json", "export", "alice", "--format", "sqlite", "-o", copy], socket: daemon.socket)
+        let result = try E2E.accountctl(["--json", "export", "alice", "--format", "sqlite", "-o", copy], socket: daemon.socket)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = try E2E.jsonLines(result.stdout)
         #expect(lines.count == 1)
@@ -234,14 +234,30 @@ import Testing
         let account = daemon.accountPath("alice")
         try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (100, 'a' || char(0) || 'b');")
         let dump = dir.sub("dump.sql")
-        let result = try runAccountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
         #expect(result.status == 0, "\(result.stderr)")
         let rebuilt = dir.sub("new.db")
         let query = "SELECT k, typeof(v), hex(v) FROM anything ORDER BY k;"
-        withKnownIssue("sql export writes the NUL byte raw inside a string literal; sqlite3 stops reading the statement there and the whole rebuild fails") {
-            try Files.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
-            #expect(try E2E.sql(rebuilt, query) == E2E.sql(account, query))
-        }
+        try E2E.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
+        let rebuiltRows = try E2E.sql(rebuilt, query)
+        #expect(try rebuiltRows == E2E.sql(account, query))
+    }
+
+    /// Text with a CR LF line ending inside it must come back with its CR.
+    @Test func sqlExportKeepsCarriageReturnsBeforeNewlines() throws {
+        let dir = TestDirectory()
+        let daemon = try Self.prepare(dir)
+        let account = daemon.accountPath("alice")
+        try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (102, 'crlf' || char(13, 10) || 'end' || char(13, 10));")
+        let dump = dir.sub("dump.sql")
+        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        #expect(result.status == 0, "\(result.stderr)")
+        let rebuilt = dir.sub("new.db")
+        try E2E.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
+        let query = "SELECT typeof(v), hex(v) FROM anything WHERE k = 102;"
+        #expect(try E2E.sql(account, query) == "text|63726C660D0A656E640D0A")
+        let rebuiltRow = try E2E.sql(rebuilt, query)
+        #expect(rebuiltRow == "text|63726C660D0A656E640D0A")
     }
 
     /// Text that is not valid UTF-8 must come back byte for byte from the `sql` export.
@@ -251,14 +267,13 @@ import Testing
         let account = daemon.accountPath("alice")
         try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (101, CAST(X'61FF62' AS TEXT));")
         let dump = dir.sub("dump.sql")
-        let result = try runAccountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
         #expect(result.status == 0, "\(result.stderr)")
         let rebuilt = dir.sub("new.db")
-        try Files.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
+        try E2E.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
         let query = "SELECT typeof(v), hex(v) FROM anything WHERE k = 101;"
         #expect(try E2E.sql(account, query) == "text|61FF62")
-        withKnownIssue("sql export decodes text as UTF-8 with repair: byte FF becomes U+FFFD (EFBFBD) in the dump") {
-            #expect(try E2E.sql(rebuilt, query) == "text|61FF62")
-        }
+        let rebuiltRow = try E2E.sql(rebuilt, query)
+        #expect(rebuiltRow == "text|61FF62")
     }
 }

@@ -182,22 +182,34 @@ enum SQLLiteral {
             out += value.isFinite ? String(value) : (value > 0 ? "9e999" : "-9e999")
         case SQLITE_TEXT:
             let count = Int(sqlite3_column_bytes(statement, column))
-            let text = sqlite3_column_text(statement, column).map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? ""
-            out += text.quotedSQLString
+            let bytes = sqlite3_column_text(statement, column).map { UnsafeBufferPointer(start: $0, count: count) }
+                ?? UnsafeBufferPointer(start: nil, count: 0)
+            // The sqlite3 shell reads a dump line by line: a NUL, a carriage return or invalid
+            // UTF-8 would not survive a plain literal, so such text goes out as exact bytes.
+            if let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0), !bytes.contains(0x0D) {
+                out += text.quotedSQLString
+            } else {
+                out += "CAST(X'"
+                appendHex(UnsafeRawBufferPointer(bytes), to: &out)
+                out += "' AS TEXT)"
+            }
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, column))
             out += "X'"
             if let blob = sqlite3_column_blob(statement, column), count > 0 {
-                let bytes = UnsafeRawBufferPointer(start: blob, count: count)
-                out.reserveCapacity(out.utf8.count + count * 2 + 1)
-                for byte in bytes {
-                    out.unicodeScalars.append(hexDigit(byte >> 4))
-                    out.unicodeScalars.append(hexDigit(byte & 0xF))
-                }
+                appendHex(UnsafeRawBufferPointer(start: blob, count: count), to: &out)
             }
             out += "'"
         default:
             out += "NULL"
+        }
+    }
+
+    private static func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout String) {
+        out.reserveCapacity(out.utf8.count + bytes.count * 2 + 1)
+        for byte in bytes {
+            out.unicodeScalars.append(hexDigit(byte >> 4))
+            out.unicodeScalars.append(hexDigit(byte & 0xF))
         }
     }
 

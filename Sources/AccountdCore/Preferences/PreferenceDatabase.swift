@@ -88,16 +88,19 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.values[namespace].map { Array($0.keys) } ?? [] }.sorted()
     }
 
+    /// The database was closed (its account is being migrated or restored); open it again and retry.
+    public struct Closed: Error {}
+
     /// Applies a change and returns once it is durably committed.
     ///
     /// - Returns: for a delete, whether the key existed; for a set, true.
     /// - Throws: ``AccountdError`` (`storage`) when the commit fails, e.g. the disk is full;
-    ///   the change is then not applied.
+    ///   the change is then not applied. ``Closed`` when the database was closed first.
     public func apply(_ change: Change) async throws -> Bool {
         try await withCheckedThrowingContinuation { continuation in
             let startDrain = state.withLock { state -> Bool in
                 if state.closed {
-                    continuation.resume(throwing: AccountdError(.storage, "preferences in \(path) are closed; retry", file: path))
+                    continuation.resume(throwing: Closed())
                     return false
                 }
                 state.queue.append(Pending(change: change, continuation: continuation))

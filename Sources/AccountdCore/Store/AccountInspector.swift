@@ -20,7 +20,11 @@ enum AccountInspector {
     /// - Parameter deep: also run SQLite's `quick_check` over every page.
     /// - Throws: ``AccountdError`` of kind `accountCorrupt` with the reason, `accountBusy`
     ///   when SQLite reports the file locked, or `storage` when it cannot be opened at all.
-    static func inspect(path: String, account: AccountName, deep: Bool) throws -> AccountFacts {
+    /// - Parameter usable: whether the daemon will use a file with these facts; for one it
+    ///   will not (a too-new file, say), the `-wal`/`-shm` that opening it created are removed.
+    static func inspect(
+        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }
+    ) throws -> AccountFacts {
         switch FileSystem.entry(at: path) {
         case .missing:
             throw AccountdError(.accountNotFound, "account \(account) has no file at \(path)", account: account.rawValue, file: path)
@@ -54,7 +58,7 @@ enum AccountInspector {
                 path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "inspect"))
             defer { try? queue.close() }
             let found = try queue.read { db in try Self.facts(db, path: path, account: account, deep: deep) }
-            refused = false
+            refused = !usable(found)
             return found
         } catch let error as AccountdError {
             throw error

@@ -115,7 +115,7 @@ public final class AccountStore: Sendable {
             facts = cached.facts
         } else {
             let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
-            facts = try AccountInspector.inspect(path: path, account: account, deep: deep)
+            facts = try AccountInspector.inspect(path: path, account: account, deep: deep, usable: isUsable)
         }
         // The daemon trusts its own writes: after this operation the file counts as checked.
         defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
@@ -189,7 +189,7 @@ public final class AccountStore: Sendable {
             sizeBytes: size, createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
         guard status.exists else { return status }
         do {
-            let facts = try AccountInspector.inspect(path: path, account: account, deep: false)
+            let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
             status.version = facts.version
             status.createdAt = facts.createdAt
             status.lastMigration = facts.applied.last
@@ -286,6 +286,11 @@ public final class AccountStore: Sendable {
             // restored snapshot stays listed.
             return (chosen, saved)
         }
+    }
+
+    /// Whether this bundle can use a file with these facts: not one that is too new for it.
+    func isUsable(_ facts: AccountFacts) -> Bool {
+        facts.version <= bundle.targetVersion || facts.lastCompatibleVersion <= bundle.targetVersion
     }
 
     /// Applied migrations whose bundle files changed since they were applied.

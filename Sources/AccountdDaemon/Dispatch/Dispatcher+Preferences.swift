@@ -58,7 +58,7 @@ extension Dispatcher {
             case .memory: existed = preferences.memorySet(namespace, key!, value)
             case .device: existed = try await preferences.deviceDatabase.apply(change)
             case .account:
-                existed = try await accountDatabase(account!).apply(change)
+                existed = try await applyToAccount(account!, change)
             }
             if value == nil && !existed { throw Self.keyNotFound(namespace, key!, account) }
             preferences.publishChange(namespace, key!, scope: scope, account: account, value: value)
@@ -66,6 +66,19 @@ extension Dispatcher {
         default:
             preconditionFailure("not a preference method: \(request.method)")
         }
+    }
+
+    /// Applies a change to an account's preferences. A switch or restore may close the table
+    /// between finding it and writing to it; the change is then retried on a fresh one.
+    private func applyToAccount(_ account: AccountName, _ change: PreferenceDatabase.Change) async throws -> Bool {
+        for _ in 0..<5 {
+            do {
+                return try await accountDatabase(account).apply(change)
+            } catch is PreferenceDatabase.Closed {
+                continue
+            }
+        }
+        throw AccountdError(.accountBusy, "account \(account) kept changing while its preference was being saved; retry", account: account.rawValue)
     }
 
     /// The account's preference table: at once when it is open, else opened on a pool thread.

@@ -54,8 +54,8 @@ public enum Daemon {
             logger: logger,
             onReady: {
                 Task {
-                    await service.setPhase(.serving)
-                    let status = await service.statusLine
+                    service.setPhase(.serving)
+                    let status = service.statusLine
                     SystemdNotifier.ready(status: status)
                     logger.notice("accountd \(AccountdVersion.current) ready: \(status)")
                 }
@@ -74,7 +74,7 @@ public enum Daemon {
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        await service.setPhase(.stopping)
+        service.setPhase(.stopping)
         try? await pool.shutdown()
         logger.notice("accountd stopped")
     }

@@ -189,7 +189,14 @@ public final class AccountStore: Sendable {
             sizeBytes: size, createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
         guard status.exists else { return status }
         do {
-            let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
+            let facts: AccountFacts
+            if let main = FileStamp(path: path), let cached = known.withLock({ $0[account] }), cached.main == main,
+                cached.wal == FileStamp(path: path + "-wal")
+            {
+                facts = cached.facts
+            } else {
+                facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
+            }
             status.version = facts.version
             status.createdAt = facts.createdAt
             status.lastMigration = facts.applied.last

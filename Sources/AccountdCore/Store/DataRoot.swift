@@ -74,10 +74,10 @@ public struct DataRoot: Sendable {
 
     /// Saves the active account atomically: temp file, fsync, rename, fsync folder.
     public func saveActiveAccount(_ account: AccountName?) throws {
-        let state = SavedState(active: account?.rawValue, updatedAt: Timestamp.now())
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try FileSystem.atomicWrite(try encoder.encode(state) + Data("\n".utf8), to: statePath)
+        // Account names need no JSON escaping (their characters are A-Z a-z 0-9 @ . _ + -).
+        let active = account.map { "\"\($0.rawValue)\"" } ?? "null"
+        let text = "{\n  \"active\" : \(active),\n  \"updatedAt\" : \"\(Timestamp.now())\"\n}\n"
+        try FileSystem.atomicWrite(Data(text.utf8), to: statePath)
     }
 
     private struct SavedState: Codable {

@@ -109,7 +109,6 @@ enum FileSystem {
     static func atomicWrite(_ data: Data, to path: String) throws {
         let temp = (path as NSString).deletingLastPathComponent + "/." + (path as NSString).lastPathComponent
             + ".tmp-\(getpid())-\(UUID().uuidString.prefix(8))"
-        try removeIfPresent(temp)
         let fd = open(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AccountdError.storage("creating", path: temp, errno: errno) }
         var failure: Int32 = 0
@@ -125,7 +124,7 @@ enum FileSystem {
                 offset += written
             }
         }
-        if failure == 0, fsync(fd) != 0 { failure = errno }
+        if failure == 0, fdatasync(fd) != 0 { failure = errno }
         close(fd)
         if failure != 0 {
             unlink(temp)

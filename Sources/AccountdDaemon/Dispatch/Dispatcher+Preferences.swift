@@ -15,7 +15,7 @@ extension Dispatcher {
         if scope == .account {
             if let given = try parameters.account() {
                 account = given
-            } else if let active = service.published.withLock({ $0.active }) {
+            } else if let active = service.active {
                 account = active
             } else {
                 throw ProtocolError(

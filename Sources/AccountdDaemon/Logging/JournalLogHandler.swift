@@ -23,13 +23,10 @@ public struct JournalLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        let merged = metadata.merging(explicit ?? [:]) { $1 }
-        let fields = Self.fields(level: level, message: "\(message)", metadata: merged, identifier: "accountd")
-        Self.send(fields)
+    public func log(event: LogEvent) {
+        var merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        if let error = event.error, merged["error"] == nil { merged["error"] = "\(error)" }
+        Self.send(Self.fields(level: event.level, message: "\(event.message)", metadata: merged, identifier: "accountd"))
     }
 
     /// The journal fields of one entry, as `NAME=value` strings.

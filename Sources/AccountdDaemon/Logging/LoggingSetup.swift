@@ -57,10 +57,7 @@ struct LevelFilter: LogHandler {
         set { inner[metadataKey: key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
-        line: UInt
-    ) {
-        inner.log(level: level, message: message, metadata: metadata, source: source, file: file, function: function, line: line)
+    func log(event: LogEvent) {
+        inner.log(event: event)
     }
 }

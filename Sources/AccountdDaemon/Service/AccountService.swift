@@ -6,13 +6,24 @@ import Synchronization
 
 /// The daemon's shared state: the store, the active account and who is migrating.
 ///
-/// This is the one actor of the daemon: every connection shares it. Blocking work
-/// runs on ``BlockingPool`` threads, so while one account migrates the actor keeps
-/// answering `Status`, `Info` and operations on other accounts.
-actor AccountService {
+/// Every connection shares it. Its mutable state is one value behind a lock
+/// (``State``), so reading it (`Status`, `Info`) never waits; blocking work runs on
+/// ``BlockingPool`` threads, so while one account migrates, everything else goes on.
+/// The one thing that must happen in order, saving the active account to
+/// `state.json` and making it active, happens on one serial queue.
+final class AccountService: Sendable {
     /// Where the daemon is in its life.
     enum Phase: Sendable {
         case starting, serving, stopping
+    }
+
+    /// The mutable state.
+    struct State: Sendable {
+        var phase = Phase.starting
+        var store: AccountStore
+        /// The active account and its version, as `state.json` has it.
+        var active: AccountName?
+        var version: Int?
     }
 
     /// What a completed switch did.
@@ -22,62 +33,35 @@ actor AccountService {
     }
 
     let root: DataRoot
-    private(set) var store: AccountStore
     let pool: BlockingPool
     let hub: EventHub
     let board = MigrationBoard()
     let logger: Logger
     let preferences: PreferenceService
     let startedAt = Date()
-    private(set) var phase: Phase = .starting
-    private(set) var active: AccountName? {
-        didSet { published.withLock { $0.active = active } }
-    }
-    private var activeVersion: Int? {
-        didSet { published.withLock { $0.version = activeVersion } }
-    }
-    /// The active account and the bundle, readable without a hop onto the actor, so that
-    /// `Status` and `Info` answer at the speed of a lock.
-    nonisolated let published = Mutex(Published())
-
-    struct Published: Sendable {
-        var active: AccountName?
-        var version: Int?
-        var bundleVersion = 0
-        var bundleFingerprint = ""
-    }
-    /// Switches take a ticket when their file is ready; `state.json` is written in ticket
-    /// order on one queue, and only the newest ticket becomes active, so what a restart
-    /// brings back is always what was active last.
-    private var switchTicket = 0
-    private var appliedTicket = 0
+    private let state: Mutex<State>
+    /// Saving `state.json` and setting the active account happen here, one switch at a
+    /// time, so the file always names the account that is active.
     private let stateQueue = DispatchQueue(label: "accountd.state")
 
     init(store: AccountStore, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
         self.root = store.root
-        self.store = store
+        self.state = Mutex(State(store: store))
         self.preferences = preferences
         self.pool = pool
         self.hub = hub
         self.logger = logger
-        published.withLock {
-            $0.bundleVersion = store.bundle.targetVersion
-            $0.bundleFingerprint = store.bundle.fingerprint
-        }
     }
 
+    var store: AccountStore { state.withLock { $0.store } }
     var bundle: SchemaBundle { store.bundle }
+    var active: AccountName? { state.withLock { $0.active } }
+    var phase: Phase { state.withLock { $0.phase } }
 
-    func setPhase(_ phase: Phase) { self.phase = phase }
+    func setPhase(_ phase: Phase) { state.withLock { $0.phase = phase } }
 
     /// Serves a new bundle (a reload): the next switch uses it.
-    func replaceStore(_ store: AccountStore) {
-        self.store = store
-        published.withLock {
-            $0.bundleVersion = store.bundle.targetVersion
-            $0.bundleFingerprint = store.bundle.fingerprint
-        }
-    }
+    func replaceStore(_ store: AccountStore) { state.withLock { $0.store = store } }
 
     /// What systemd's STATUS= should say now.
     var statusLine: String {
@@ -103,6 +87,26 @@ actor AccountService {
             logger.error(
                 "the saved active account \(saved) could not be opened, starting with no active account: \(error)",
                 metadata: ["account": "\(saved)"])
+        }
+    }
+
+    /// Saves `account` as the active one and makes it active, after every switch that
+    /// got here first; returns the account that was active before.
+    private func commit(_ account: AccountName, version: Int, save: Bool) async throws -> AccountName? {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccountName?, any Error>) in
+            stateQueue.async { [self] in
+                do {
+                    let previous = state.withLock { $0.active }
+                    if save && previous != account { try root.saveActiveAccount(account) }
+                    state.withLock {
+                        $0.active = account
+                        $0.version = version
+                    }
+                    continuation.resume(returning: previous)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
         }
     }
 
@@ -132,30 +136,7 @@ actor AccountService {
                 progress?(step)
             }
         }
-        let unchanged = active == account && switchTicket == appliedTicket
-        switchTicket += 1
-        let ticket = switchTicket
-        if save && !unchanged {
-            let root = root
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                stateQueue.async {
-                    do {
-                        try root.saveActiveAccount(account)
-                        continuation.resume()
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-            }
-        }
-        let previous = active
-        guard ticket > appliedTicket else {
-            // A switch that finished after this one is already active; this one still succeeded.
-            return SwitchResult(outcome: outcome, previous: previous)
-        }
-        appliedTicket = ticket
-        active = account
-        activeVersion = outcome.version
+        let previous = try await commit(account, version: outcome.version, save: save)
         logSwitch(outcome)
         if phase == .serving { SystemdNotifier.status(statusLine) }
         hub.publish([
@@ -186,14 +167,14 @@ actor AccountService {
         }
     }
 
-    /// The daemon-wide status. Never waits: it reads ``published``.
-    nonisolated func daemonStatus() -> JSONValue {
-        let now = published.withLock { $0 }
-        let state: String =
-            if let active = now.active, board.isMigrating(active) { "migrating" } else if now.active != nil { "ready" } else { "idle" }
+    /// The daemon-wide status. Never waits.
+    func daemonStatus() -> JSONValue {
+        let (active, version, target) = state.withLock { ($0.active, $0.version, $0.store.bundle.targetVersion) }
+        let condition: String =
+            if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
         return [
-            "active": JSONValue(now.active?.rawValue), "state": .string(state),
-            "version": now.version.map { JSONValue($0) } ?? .null, "bundleVersion": JSONValue(now.bundleVersion),
+            "active": JSONValue(active?.rawValue), "state": .string(condition),
+            "version": version.map { JSONValue($0) } ?? .null, "bundleVersion": JSONValue(target),
         ]
     }
 
@@ -244,7 +225,7 @@ actor AccountService {
             }
         }
         if outcome.action == .migrated { logSwitch(outcome) }
-        if account == active { activeVersion = outcome.version }
+        state.withLock { if $0.active == account { $0.version = outcome.version } }
         return outcome
     }
 
@@ -281,13 +262,13 @@ actor AccountService {
         return (restored, saved, reopened)
     }
 
-    nonisolated func info() -> JSONValue {
-        let now = published.withLock { $0 }
+    func info() -> JSONValue {
+        let bundle = bundle
         return [
             "product": "accountd", "version": .string(AccountdVersion.current), "protocol": 1,
             "pid": JSONValue(Int(getpid())), "uptimeSeconds": JSONValue(Int(Date().timeIntervalSince(startedAt))),
             "dataRoot": .string(root.path),
-            "bundle": ["version": JSONValue(now.bundleVersion), "fingerprint": .string(now.bundleFingerprint)],
+            "bundle": ["version": JSONValue(bundle.targetVersion), "fingerprint": .string(bundle.fingerprint)],
         ]
     }
 }

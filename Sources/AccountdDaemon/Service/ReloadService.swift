@@ -43,7 +43,7 @@ struct ReloadService: Service {
         if settings.dataRoot != initial.dataRoot || settings.socketPath != initial.socketPath {
             logger.warning("reload: data.root and socket.path change only with a restart; still using \(initial.dataRoot) and \(initial.socketPath)")
         }
-        let current = await service.bundle
+        let current = service.bundle
         let bundle: SchemaBundle
         do {
             bundle = try await service.pool.run { try SchemaBundle.load(from: settings.schemaDirectory) }
@@ -57,10 +57,10 @@ struct ReloadService: Service {
             logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))")
             return
         }
-        let store = await service.store.replacing(bundle: bundle, options: settings.storeOptions)
-        await service.replaceStore(store)
+        let store = service.store.replacing(bundle: bundle, options: settings.storeOptions)
+        service.replaceStore(store)
         logger.notice("reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))")
-        if let active = await service.active {
+        if let active = service.active {
             do {
                 let result = try await service.switchTo(active, create: false, save: false, progress: nil)
                 logger.notice("reload: active account \(active) \(result.outcome.action.rawValue) at version \(result.outcome.version)", metadata: ["account": "\(active)"])
@@ -71,7 +71,7 @@ struct ReloadService: Service {
     }
 
     private func announce() async {
-        let active = await service.active
+        let active = service.active
         SystemdNotifier.notify("READY=1\nSTATUS=" + (active.map { "serving; active account \($0)" } ?? "serving; no active account"))
     }
 }

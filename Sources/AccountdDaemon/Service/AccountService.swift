@@ -110,19 +110,16 @@ final class AccountService: Sendable {
         }
     }
 
-    /// Brings `account` to the bundle's version and makes it active.
-    ///
-    /// A failed switch leaves the previous account active.
-    func switchTo(
-        _ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?
-    ) async throws -> SwitchResult {
+    /// Brings `account` to the bundle's version on a pool thread, after closing its
+    /// preference table, and announces each migration step (Status, Watch, systemd).
+    private func open(_ account: AccountName, create: Bool, progress: ProgressHandler?) async throws -> OpenOutcome {
         let store = store
         let board = board
         let hub = hub
         let preferences = preferences
         board.begin(account)
         defer { board.end(account) }
-        let outcome = try await pool.run {
+        return try await pool.run {
             preferences.close(account)
             return try store.open(account, create: create) { step in
                 board.progress(account, step)
@@ -136,6 +133,15 @@ final class AccountService: Sendable {
                 progress?(step)
             }
         }
+    }
+
+    /// Brings `account` to the bundle's version and makes it active.
+    ///
+    /// A failed switch leaves the previous account active.
+    func switchTo(
+        _ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?
+    ) async throws -> SwitchResult {
+        let outcome = try await open(account, create: create, progress: progress)
         let previous = try await commit(account, version: outcome.version, save: save)
         logSwitch(outcome)
         if phase == .serving { SystemdNotifier.status(statusLine) }
@@ -208,24 +214,10 @@ final class AccountService: Sendable {
 
     /// Migrates one account without making it active.
     func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
-        let store = store
-        let board = board
-        let hub = hub
-        let preferences = preferences
-        board.begin(account)
-        defer { board.end(account) }
-        let outcome = try await pool.run {
-            preferences.close(account)
-            return try store.open(account, create: false) { step in
-                board.progress(account, step)
-                hub.publish([
-                    "event": "migration", "account": .string(account.rawValue), "step": JSONValue(step.step),
-                    "of": JSONValue(step.of), "name": .string(step.name), "version": JSONValue(step.version),
-                ])
-            }
-        }
+        let outcome = try await open(account, create: false, progress: nil)
         if outcome.action == .migrated { logSwitch(outcome) }
         state.withLock { if $0.active == account { $0.version = outcome.version } }
+        if phase == .serving { SystemdNotifier.status(statusLine) }
         return outcome
     }
 

@@ -32,7 +32,7 @@ struct SnapshotStore: Sendable {
         try removeStaleTemporaries(folder)
         let now = Date()
         let version = try Self.version(of: source)
-        let name = "\(Timestamp.compact(now))-v\(version)-\(reason)"
+        let name = Self.uniqueName("\(Timestamp.compact(now))-v\(version)-\(reason)", in: folder)
         let temp = folder + "/." + name + ".tmp"
         let path = folder + "/" + name + ".sqlite"
         try FileSystem.createExclusive(temp)
@@ -62,7 +62,7 @@ struct SnapshotStore: Sendable {
         let folder = root.snapshotDirectory(account)
         try FileSystem.ensureDirectory(folder)
         let now = Date()
-        let name = "\(Timestamp.compact(now))-v0-\(reason)"
+        let name = Self.uniqueName("\(Timestamp.compact(now))-v0-\(reason)", in: folder)
         let path = folder + "/" + name + ".sqlite"
         let temp = folder + "/." + name + ".tmp"
         try FileSystem.copyFile(source, to: temp)
@@ -114,6 +114,17 @@ struct SnapshotStore: Sendable {
         for file in FileSystem.contents(of: folder) where file.hasPrefix(".") && file.hasSuffix(".tmp") {
             try FileSystem.removeIfPresent(folder + "/" + file)
         }
+    }
+
+    /// `base`, or `base-2`, `base-3`, ... when two snapshots are taken within one millisecond.
+    static func uniqueName(_ base: String, in folder: String) -> String {
+        var name = base
+        var counter = 2
+        while FileSystem.exists(folder + "/" + name + ".sqlite") || FileSystem.exists(folder + "/." + name + ".tmp") {
+            name = "\(base)-\(counter)"
+            counter += 1
+        }
+        return name
     }
 
     /// `user_version` from a SQLite file header (bytes 60-63, big-endian).

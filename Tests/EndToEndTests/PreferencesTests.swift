@@ -140,13 +140,15 @@ import Testing
                 }
             }
         }
-        Thread.sleep(forTimeInterval: 1.5)
+        // Kill once plenty of writes are in flight: after 200 acknowledgements (or 15 s on a busy machine).
+        let deadline = Date().addingTimeInterval(15)
+        while shared.acknowledged.withLock({ $0.count }) < 200 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         daemon.stop(signal: SIGKILL)
         shared.stop.store(true, ordering: .relaxed)
         done.wait()
 
         let written = shared.acknowledged.withLock { $0 }
-        #expect(written.count > 100, "only \(written.count) Sets were acknowledged")
+        #expect(written.count >= 200, "only \(written.count) Sets were acknowledged")
         try daemon.restart()
         let client = try daemon.client()
         var missing: [String] = []

@@ -17,11 +17,15 @@ public enum Daemon {
         // SIGHUP's default action ends the process; ignore it until the reload service traps it.
         signal(SIGHUP, SIG_IGN)
         // Past a file-size limit (RLIMIT_FSIZE), a write should fail with EFBIG, which SQLite
-        // reports as a full disk and rolls back, instead of killing the daemon.
+        // reports as a disk I/O error and rolls back, instead of killing the daemon.
         signal(SIGXFSZ, SIG_IGN)
         let root = try DataRoot(settings.dataRoot)
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }
+        // Leftovers of exports that were interrupted by a crash.
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: root.path + "/tmp")) ?? [] where file.hasPrefix("export-") {
+            try? FileManager.default.removeItem(atPath: root.path + "/tmp/" + file)
+        }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.migrations.count) migrations, new accounts from \(bundle.creationMethod.rawValue)")

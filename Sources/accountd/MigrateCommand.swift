@@ -39,7 +39,7 @@ struct MigrateCommand: ParsableCommand {
     }
 
     func run() throws {
-        signal(SIGXFSZ, SIG_IGN)  // a file-size limit fails the write (rolled back) instead of killing us
+        signal(SIGXFSZ, SIG_IGN)  // past a file-size limit the write fails (and rolls back) instead of killing us
         let bundle: SchemaBundle
         let root: DataRoot
         do {

@@ -34,7 +34,7 @@ import Testing
             let insert = try db.makeStatement(sql: "INSERT INTO item (name, qty) VALUES (?, ?)")
             for i in 0..<Self.rowCount { try insert.execute(arguments: ["item \(i)", i % 7 == 0 ? nil : i % 1000]) }
         }
-        try DatabaseQueue(path: store.root.accountPath(alice)).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try DatabaseQueue(path: store.root.accountPath(alice)).writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
 
         func freshRoot(_ name: String) throws -> String {
             let root = dir.sub(name)

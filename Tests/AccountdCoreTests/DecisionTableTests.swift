@@ -182,7 +182,7 @@ import Testing
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS filler(x)")
             for i in 0..<2000 { try db.execute(sql: "INSERT INTO user_info(user_name) VALUES (?)", arguments: [String(repeating: "x", count: 200) + "\(i)"]) }
         }
-        try DatabaseQueue(path: path).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try DatabaseQueue(path: path).writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         let size = try #require(Files.bytes(path)).count
         #expect(truncate(path, off_t(size / 2)) == 0)
         try expectCorrupt(store, alice, mentioning: path)
@@ -200,7 +200,7 @@ import Testing
         let dir = TestDirectory()
         let store = try store(dir, version: 3)
         let alice = try AccountName("alice")
-        FileManager.default.createFile(atPath: store.root.accountPath(alice), contents: Data())
+        _ = FileManager.default.createFile(atPath: store.root.accountPath(alice), contents: Data())
         try expectCorrupt(store, alice, mentioning: "empty")
     }
 
@@ -233,7 +233,7 @@ import Testing
         try DatabaseQueue(path: path).write { db in
             for i in 0..<3000 { try db.execute(sql: "INSERT INTO user_info(user_name, age) VALUES (?, ?)", arguments: ["user \(i)", i]) }
         }
-        try DatabaseQueue(path: path).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try DatabaseQueue(path: path).writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         // Scribble over the middle of a b-tree page of user_info, leaving the header intact.
         var bytes = try #require(Files.bytes(path))
         let page = 4096

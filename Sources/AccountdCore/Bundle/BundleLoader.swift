@@ -160,7 +160,8 @@ struct BundleLoader {
         _ chainLocations: [String: String], _ otherLocations: [String: String]
     ) throws {
         let diff = SchemaDiff(
-            leftName: "migrations", rightName: otherName, leftLocations: chainLocations, rightLocations: otherLocations)
+            leftName: "migrations", rightName: otherName, leftLocations: chainLocations, rightLocations: otherLocations,
+            quotesDefinitions: true)
         let differences = diff.differences(chain, other)
         guard !differences.isEmpty else { return }
         let firstLine = otherLocations.values.compactMap { Int($0.split(separator: " ").last ?? "") }.min()

@@ -26,10 +26,10 @@ enum ScriptRunner {
                 try db.execute(sql: statement.text)
             } catch let error as DatabaseError {
                 throw Failure(
-                    file: file, line: statement.line, sqliteMessage: error.message ?? "\(error.resultCode)",
+                    file: file, line: statement.line, sqliteMessage: ErrorText.of(error),
                     resultCode: error.resultCode)
             } catch {
-                throw Failure(file: file, line: statement.line, sqliteMessage: "\(error)", resultCode: .SQLITE_ERROR)
+                throw Failure(file: file, line: statement.line, sqliteMessage: ErrorText.of(error), resultCode: .SQLITE_ERROR)
             }
         }
     }

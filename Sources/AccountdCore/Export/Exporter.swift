@@ -39,7 +39,7 @@ public struct Exporter: Sendable {
             }
         } catch let error as DatabaseError {
             throw AccountdError(
-                .storage, "exporting account \(account) failed: \(error.message ?? "\(error.resultCode)")", account: account.rawValue,
+                .storage, "exporting account \(account) failed: \(ErrorText.of(error))", account: account.rawValue,
                 file: path)
         }
     }

@@ -69,10 +69,10 @@ struct AccountBuilder {
         } catch {
             try? removeWithCompanions(temp)
             if let error = error as? AccountdError { throw error }
-            if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_FULL {
-                throw AccountdError(.storage, "creating account \(account) failed: the disk is full; nothing was created", account: account.rawValue, file: final)
-            }
-            throw AccountdError(.migrationFailed, "creating account \(account) failed: \(error); nothing was created", account: account.rawValue, file: final)
+            let storage = (error as? DatabaseError).map { [.SQLITE_FULL, .SQLITE_IOERR].contains($0.resultCode.primaryResultCode) } ?? false
+            throw AccountdError(
+                storage ? .storage : .migrationFailed, "creating account \(account) failed: \(ErrorText.of(error)); nothing was created",
+                account: account.rawValue, file: final)
         }
         return method
     }

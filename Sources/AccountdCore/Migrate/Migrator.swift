@@ -28,7 +28,7 @@ struct Migrator {
         do {
             queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
         } catch {
-            throw failure("cannot open \(path) for migration: \(error)", from: fromVersion)
+            throw failure("cannot open \(path) for migration: \(ErrorText.of(error))", from: fromVersion)
         }
         defer { try? queue.close() }
         let started = ContinuousClock.now
@@ -70,7 +70,7 @@ struct Migrator {
         } catch let error as AccountdError {
             throw error
         } catch let error as DatabaseError {
-            throw failure("\(error.message ?? "\(error.resultCode)")", from: fromVersion, resultCode: error.resultCode)
+            throw failure(ErrorText.of(error), from: fromVersion, resultCode: error.resultCode)
         }
         return (ContinuousClock.now - started).milliseconds
     }

@@ -151,10 +151,8 @@ public final class PreferenceDatabase: Sendable {
                 }
             }
         } catch {
-            let full = (error as? DatabaseError)?.resultCode.primaryResultCode == .SQLITE_FULL
             let failure = AccountdError(
-                .storage, "saving preferences in \(path) failed\(full ? ": the disk is full" : ": \(error)"); nothing was changed",
-                file: path)
+                .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", file: path)
             for pending in batch { pending.continuation.resume(throwing: failure) }
             return
         }
@@ -169,15 +167,17 @@ public final class PreferenceDatabase: Sendable {
         for (pending, flag) in zip(batch, existed) { pending.continuation.resume(returning: flag) }
     }
 
-    /// Waits for queued writes, then closes the connection (checkpointing the WAL).
+    /// Refuses new writes, waits for the queued ones to commit, then closes the connection
+    /// (checkpointing the WAL).
     public func close() {
-        flusher.sync {}
-        let remaining = state.withLock { state -> Bool in
-            state.closed = true
-            return state.draining
+        state.withLock { $0.closed = true }
+        // A write accepted just before may not have scheduled its drain yet: wait until
+        // whatever was accepted has been committed.
+        while state.withLock({ $0.draining }) {
+            flusher.sync {}
+            if state.withLock({ $0.draining }) { usleep(100) }
         }
-        if remaining { flusher.sync {} }
-        try? database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try? database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try? database.close()
     }
 }

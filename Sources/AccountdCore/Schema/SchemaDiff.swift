@@ -7,6 +7,10 @@ struct SchemaDiff {
     /// Where an object was defined on each side, for messages: `kind name` to "file line N".
     var leftLocations: [String: String] = [:]
     var rightLocations: [String: String] = [:]
+    /// Whether to quote the two definitions of an index, view or trigger that differ.
+    /// True for bundle checks (read by the app's developer); false for anything that goes
+    /// to a client, which never gets SQL text.
+    var quotesDefinitions = false
 
     /// Every difference between `left` and `right`; empty when they are the same schema.
     func differences(_ left: NormalizedSchema, _ right: NormalizedSchema) -> [String] {
@@ -26,7 +30,9 @@ struct SchemaDiff {
             for name in Set(l.keys).union(r.keys).sorted() {
                 switch (l[name], r[name]) {
                 case (let a?, let b?) where a != b:
-                    out.append("\(kind) \(name)\(where_(kind, name)): defined differently: \(leftName) has «\(a)», \(rightName) has «\(b)»")
+                    out.append(
+                        "\(kind) \(name)\(where_(kind, name)): defined differently"
+                            + (quotesDefinitions ? ": \(leftName) has «\(a)», \(rightName) has «\(b)»" : " in \(leftName) and \(rightName)"))
                 case (_?, nil): out.append(onlyIn(kind, name, leftSide: true))
                 case (nil, _?): out.append(onlyIn(kind, name, leftSide: false))
                 default: break

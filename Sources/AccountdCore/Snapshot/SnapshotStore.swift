@@ -46,10 +46,8 @@ struct SnapshotStore: Sendable {
         } catch {
             try? FileSystem.removeIfPresent(temp)
             if let error = error as? AccountdError { throw error }
-            let full = (error as? DatabaseError)?.resultCode.primaryResultCode == .SQLITE_FULL
             throw AccountdError(
-                .storage,
-                "taking a snapshot of account \(account) failed\(full ? ": the disk is full" : ": \(error)"); the account was not changed",
+                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
                 account: account.rawValue, file: path)
         }
         try prune(account)

@@ -277,7 +277,7 @@ public final class AccountStore: Sendable {
             if FileSystem.exists(path) {
                 if (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil {
                     let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "restore"))
-                    try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+                    try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
                     try queue.close()
                     saved = try snapshots.take(account, source: path, reason: "before-restore")
                 } else {

@@ -14,11 +14,14 @@ struct ClientGone: Error {}
 final class ReplyWriter {
     typealias Outbound = NIOAsyncChannelOutboundWriter<ByteBuffer>
     let outbound: Outbound
+    /// The channel itself, for small replies written from its own event loop.
+    private let channel: any Channel
     private var pending = ""
     private static let flushThreshold = 64 * 1024
 
-    init(outbound: Outbound) {
+    init(outbound: Outbound, channel: any Channel) {
         self.outbound = outbound
+        self.channel = channel
         pending.reserveCapacity(4096)
     }
 
@@ -31,6 +34,14 @@ final class ReplyWriter {
         guard !pending.isEmpty else { return }
         let buffer = ByteBuffer(string: pending)
         pending.removeAll(keepingCapacity: true)
+        // Small replies, written on the channel's own event loop (where connections run),
+        // go straight to the channel: no suspension, no hop. Larger ones go through the
+        // async writer, which waits while the client is not reading.
+        if buffer.readableBytes < Self.flushThreshold, channel.eventLoop.inEventLoop {
+            guard channel.isActive else { throw ClientGone() }
+            channel.writeAndFlush(NIOAny(buffer), promise: nil)
+            return
+        }
         do {
             try await outbound.write(buffer)
         } catch {

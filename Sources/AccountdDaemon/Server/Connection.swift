@@ -22,7 +22,7 @@ struct Connection {
         do {
             try await withGracefulShutdownHandler {
                 try await channel.executeThenClose { inbound, outbound in
-                    try await serve(inbound, ReplyWriter(outbound: outbound), stopping: stopping)
+                    try await serve(inbound, ReplyWriter(outbound: outbound, channel: nioChannel), stopping: stopping)
                 }
             } onGracefulShutdown: {
                 // Stop reading: a request being handled finishes and is answered; what is left gets ShuttingDown.

@@ -1,5 +1,6 @@
 // libFuzzer target over the protocol codec: the line framer, the request decoder
-// (both forms, with parameter validation), the JSON parser and the reply decoder.
+// (both forms), the dispatcher's parameter validation, the JSON parser and the reply
+// decoder.
 //
 // Built by `make fuzz` with `swiftc -sanitize=fuzzer,address` together with the
 // sources of AccountdProtocol (a pure module, so nothing else is needed). Besides
@@ -37,6 +38,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     for line in lines + [bytes] {
         do {
             guard let request = try Request.decode(line) else { continue }
+            validate(request)
             let again = try Request.decode(Array(request.encoded().utf8))
             precondition(again?.method == request.method, "method changed on a round trip")
             precondition(
@@ -57,4 +59,26 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     // 4. Replies, as a client decodes them.
     _ = try? Reply.decode(bytes)
     return 0
+}
+
+/// What the dispatcher does with a decoded request before touching any account: reads
+/// each of its method's parameters with the typed accessors, which must either return
+/// or throw a ProtocolError with a reply, never crash.
+func validate(_ request: Request) {
+    let parameters = request.parameters
+    for name in request.method.parameterNames {
+        do {
+            switch name {
+            case "account": _ = try parameters.account()
+            case "create", "details", "all": _ = try parameters.bool(name)
+            case "accounts": _ = try parameters.stringArray(name)
+            case "value": _ = parameters[name]?.serialized()
+            default: _ = try parameters.string(name)
+            }
+        } catch {
+            _ = error.reply.encoded()
+        }
+    }
+    _ = request.method.requiresAdmin
+    _ = request.method.streaming
 }

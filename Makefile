@@ -51,6 +51,7 @@ fuzz:
 bench: deps
 	$(SWIFT) build -c release
 	bash bench/migrate.sh
+	bash bench/server.sh
 
 ## install: release build, then binaries, units, sysusers file, default config and sample bundle
 ##          under $(DESTDIR)$(PREFIX) (config under $(DESTDIR)$(SYSCONFDIR)/accountd)

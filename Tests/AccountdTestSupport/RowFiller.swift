@@ -524,24 +524,7 @@ public enum RowFiller {
 
     // MARK: - PRNG
 
-    fileprivate struct SplitMix64 {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E3779B97F4A7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-            z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-            return z ^ (z >> 31)
-        }
-        mutating func int(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
-        mutating func int(in range: ClosedRange<Int64>) -> Int64 {
-            let width = UInt64(bitPattern: range.upperBound &- range.lowerBound) &+ 1
-            return range.lowerBound &+ Int64(bitPattern: width == 0 ? next() : next() % width)
-        }
-        mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
-        mutating func pick<T>(_ items: [T]) -> T { items[int(items.count)] }
-    }
+    fileprivate typealias SplitMix64 = SeededRandom
 
     // MARK: - Values
 

@@ -6,21 +6,6 @@ import Testing
 /// SPEC section 10: any bytes on the socket, any account name and any damaged file get a
 /// clear error reply, and the daemon keeps serving everyone.
 @Suite struct BadInputTests {
-    /// A small deterministic PRNG, so a failure can be replayed.
-    struct SplitMix64 {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in byte() } }
-    }
-
     /// The daemon still answers on a fresh connection, and is still running.
     static func expectAlive(_ daemon: DaemonProcess, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(daemon.process.isRunning, sourceLocation: sourceLocation)
@@ -32,7 +17,7 @@ import Testing
     @Test func randomBytesGetErrorRepliesAndTheDaemonKeepsServing() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path)
-        var random = SplitMix64(state: 0x5EED_0001)
+        var random = SeededRandom(seed: 0x5EED_0001)
 
         // 1. Lines of random bytes (NUL, invalid UTF-8 and all), each one line: one error reply each.
         let client = try daemon.client()
@@ -236,7 +221,7 @@ import Testing
         let daemon = try E2E.daemon(directory: dir.path)
         let client = try daemon.client()
         let accounts = daemon.dataRoot + "/accounts/"
-        var random = SplitMix64(state: 0xBAD_F11E)
+        var random = SeededRandom(seed: 0xBAD_F11E)
 
         // A real account with enough rows for many pages, then truncated.
         #expect(try client.callOne("switch trunc").error == nil)

@@ -7,28 +7,8 @@ import Testing
 enum Hostile {
     // MARK: - Randomness
 
-    /// A small deterministic PRNG (SplitMix64), so that every run sends the same bytes
-    /// and sleeps the same delays, and a failure can be replayed.
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-        mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-        mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in byte() } }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
+    /// The shared seeded generator.
+    typealias Random = SeededRandom
 
     // MARK: - The daemon process
 

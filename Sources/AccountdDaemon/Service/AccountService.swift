@@ -90,29 +90,29 @@ final class AccountService: Sendable {
         }
     }
 
-    /// Saves `account` as the active one and makes it active, after every switch that
-    /// got here first; returns the account that was active before.
-    private func commit(_ account: AccountName, version: Int, save: Bool) async throws -> AccountName? {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccountName?, any Error>) in
-            stateQueue.async { [self] in
-                do {
-                    let previous = state.withLock { $0.active }
-                    if save && previous != account { try root.saveActiveAccount(account) }
-                    state.withLock {
-                        $0.active = account
-                        $0.version = version
-                    }
-                    continuation.resume(returning: previous)
-                } catch {
-                    continuation.resume(throwing: error)
-                }
+    /// Saves `account` as the active one and makes it active; returns the account that was
+    /// active before. Blocking: runs on a pool thread, one switch at a time, so
+    /// `state.json` always names the account that is active.
+    private func commit(_ account: AccountName, version: Int, save: Bool) throws -> AccountName? {
+        try stateQueue.sync {
+            let previous = state.withLock { $0.active }
+            if save && previous != account { try root.saveActiveAccount(account) }
+            state.withLock {
+                $0.active = account
+                $0.version = version
             }
+            return previous
         }
     }
 
     /// Brings `account` to the bundle's version on a pool thread, after closing its
     /// preference table, and announces each migration step (Status, Watch, systemd).
-    private func open(_ account: AccountName, create: Bool, progress: ProgressHandler?) async throws -> OpenOutcome {
+    ///
+    /// - Parameter then: more blocking work to do on the same thread once the account is ready.
+    private func open<T: Sendable>(
+        _ account: AccountName, create: Bool, progress: ProgressHandler?,
+        then: @escaping @Sendable (OpenOutcome) throws -> T = { _ in () }
+    ) async throws -> (OpenOutcome, T) {
         let store = store
         let board = board
         let hub = hub
@@ -121,7 +121,7 @@ final class AccountService: Sendable {
         defer { board.end(account) }
         return try await pool.run {
             preferences.close(account)
-            return try store.open(account, create: create) { step in
+            let outcome = try store.open(account, create: create) { step in
                 board.progress(account, step)
                 SystemdNotifier.status("migrating \(account) \(step.step)/\(step.of)")
                 // A migration at start-up may be long: ask systemd for more time, a step at a time.
@@ -132,6 +132,7 @@ final class AccountService: Sendable {
                 ])
                 progress?(step)
             }
+            return (outcome, try then(outcome))
         }
     }
 
@@ -141,8 +142,9 @@ final class AccountService: Sendable {
     func switchTo(
         _ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?
     ) async throws -> SwitchResult {
-        let outcome = try await open(account, create: create, progress: progress)
-        let previous = try await commit(account, version: outcome.version, save: save)
+        let (outcome, previous) = try await open(account, create: create, progress: progress) { [self] outcome in
+            try commit(account, version: outcome.version, save: save)
+        }
         logSwitch(outcome)
         if phase == .serving { SystemdNotifier.status(statusLine) }
         hub.publish([
@@ -214,7 +216,7 @@ final class AccountService: Sendable {
 
     /// Migrates one account without making it active.
     func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
-        let outcome = try await open(account, create: false, progress: nil)
+        let (outcome, _) = try await open(account, create: false, progress: nil)
         if outcome.action == .migrated { logSwitch(outcome) }
         state.withLock { if $0.active == account { $0.version = outcome.version } }
         if phase == .serving { SystemdNotifier.status(statusLine) }

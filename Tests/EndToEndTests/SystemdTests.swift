@@ -206,16 +206,10 @@ import Testing
 
     // MARK: - SIGTERM during a migration
 
-    static let rows = 300_000
-    static let v1 = "CREATE TABLE big (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL);"
-    static let v2 = """
-        CREATE TABLE big_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL, extra TEXT NOT NULL DEFAULT 'x');
-        INSERT INTO big_new (id, name, n) SELECT id, name, n FROM big ORDER BY name;
-        DROP TABLE big;
-        ALTER TABLE big_new RENAME TO big;
-        CREATE INDEX big_name ON big(name, n);
-        CREATE INDEX big_extra ON big(extra, name);
-        """
+    /// The same slow table rebuild as RestartTests uses.
+    static let rows = RestartTests.rows
+    static let v1 = RestartTests.v1
+    static let v2 = RestartTests.v2
 
     /// systemd waits TimeoutStopSec (120 s in the unit) before SIGKILL. RestartTests checks the
     /// file and the replies in depth; here: the watchdog fed during the migration, STOPPING=1,

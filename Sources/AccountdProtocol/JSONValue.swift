@@ -130,6 +130,14 @@ extension JSONValue {
 
     /// Appends `s` as a JSON string literal.
     public static func writeString(_ s: String, to out: inout String) {
+        // Most strings need no escaping: copy them whole. (0xE2 starts U+2028 and U+2029,
+        // which are escaped for JavaScript's sake, so it takes the careful path.)
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F && $0 != 0xE2 }) {
+            out += "\""
+            out += s
+            out += "\""
+            return
+        }
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {

@@ -55,10 +55,11 @@ bench: deps
 
 ## install: release build, then binaries, units, sysusers file, default config and sample bundle
 ##          under $(DESTDIR)$(PREFIX) (config under $(DESTDIR)$(SYSCONFDIR)/accountd)
+##          The binaries link the Swift runtime statically: the target needs only libsqlite3 and libsystemd.
 install: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-install
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/accountd $(DESTDIR)$(DATADIR)/schema/migrations
-	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/accountd $$($(SWIFT) build -c release --show-bin-path)/accountctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 -s .build-install/release/accountd .build-install/release/accountctl $(DESTDIR)$(BINDIR)/
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd.service.in > $(DESTDIR)$(UNITDIR)/accountd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd.service
 	install -m 0644 systemd/accountd.socket $(DESTDIR)$(UNITDIR)/accountd.socket

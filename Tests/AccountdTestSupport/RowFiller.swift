@@ -33,7 +33,7 @@ public enum RowFiller {
     /// Inserts up to `rowsPerTable` rows into every user table and returns, per table,
     /// how many rows were inserted.
     public static func fill(_ db: Database, rowsPerTable: Int, seed: UInt64) throws -> [String: Int] {
-        let tableNames = try userTables(db)
+        let tableNames = try TableDump.userTables(db)
         var tables: [String: TableInfo] = [:]
         for name in tableNames {
             tables[name] = try tableInfo(db, name)
@@ -156,36 +156,7 @@ public enum RowFiller {
         var uniques: [[Int]]               // indexes into `columns`
     }
 
-    private static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    private static func isSkipped(_ name: String) -> Bool {
-        let l = name.lowercased()
-        return l.hasPrefix("sqlite_") || l.hasPrefix("accountd_")
-    }
-
-    /// User tables of the main schema, sorted by name.
-    private static func userTables(_ db: Database) throws -> [String] {
-        var names: [String] = []
-        do {
-            for row in try Row.fetchAll(db, sql: "PRAGMA main.table_list") {
-                let type: String = row["type"]
-                let name: String = row["name"]
-                if type == "table" && !isSkipped(name) { names.append(name) }
-            }
-        } catch {
-            // SQLite older than 3.37: no table_list pragma.
-            for row in try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'table'") {
-                let name: String = row["name"]
-                let sql: String = row["sql"] ?? ""
-                if isSkipped(name) { continue }
-                if sql.uppercased().hasPrefix("CREATE VIRTUAL") { continue }
-                names.append(name)
-            }
-        }
-        return names.sorted()
-    }
+    private static func quote(_ identifier: String) -> String { TableDump.quote(identifier) }
 
     private static func primaryKeyColumns(_ db: Database, _ table: String) throws -> [String] {
         let rows = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(quote(table)))")

@@ -100,16 +100,18 @@ public enum TableDump {
         return out + "\""
     }
 
-    private static func quote(_ identifier: String) -> String {
+    static func quote(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    private static func isSkipped(_ name: String) -> Bool {
+    /// SQLite's own tables and accountd's records are not user data.
+    static func isSkipped(_ name: String) -> Bool {
         let l = name.lowercased()
         return l.hasPrefix("sqlite_") || l.hasPrefix("accountd_")
     }
 
-    private static func userTables(_ db: Database) throws -> [String] {
+    /// User tables of the main schema (no virtual tables), sorted by name.
+    static func userTables(_ db: Database) throws -> [String] {
         var names: [String] = []
         do {
             for row in try Row.fetchAll(db, sql: "PRAGMA main.table_list") {

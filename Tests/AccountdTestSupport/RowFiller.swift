@@ -1,3 +1,4 @@
+import AccountdProtocol
 import Foundation
 import GRDB
 
@@ -605,21 +606,7 @@ public enum RowFiller {
             return Data((0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
         }
 
-        static func jsonString(_ s: String) -> String {
-            var out = "\""
-            for u in s.unicodeScalars {
-                switch u {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\t": out += "\\t"
-                case "\r": out += "\\r"
-                default:
-                    if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-                }
-            }
-            return out + "\""
-        }
+        static func jsonString(_ s: String) -> String { JSONValue.string(s).serialized() }
 
         static func text(_ col: ColumnInfo, row: Int, rng: inout SplitMix64, salt: Int) -> String {
             let name = col.name.lowercased()

@@ -1,3 +1,4 @@
+import AccountdProtocol
 import Foundation
 import GRDB
 
@@ -79,26 +80,7 @@ public enum TableDump {
         }
     }
 
-    private static func escape(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 || u.value == 0x7f {
-                    out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count)
-                        + String(u.value, radix: 16)
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out + "\""
-    }
+    private static func escape(_ s: String) -> String { JSONValue.string(s).serialized() }
 
     static func quote(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""

@@ -57,17 +57,26 @@ import Testing
         CREATE INDEX big_extra ON big(extra, name);
         """
 
-    @Test(arguments: [0.15, 0.6])
-    func sigtermDuringALongMigrationLeavesASoundFile(extraDelay: Double) throws {
-        let dir = TestDirectory()
-        let bundle1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Self.v1])
-        let bundle2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Self.v1, Self.v2])
+    /// What must not change in `big` across the migration.
+    static let checksum = "SELECT count(*), sum(id), sum(n), sum(length(name)) FROM big;"
+
+    /// Account bob at version 1 with ``rows`` rows under `dir/data`, made offline, and the
+    /// v2 bundle whose rebuild is slow. Returns that bundle, bob's file and its ``checksum``.
+    static func prepareSlowMigration(in dir: borrowing TestDirectory) throws -> (bundle2: String, path: String, before: String) {
+        let bundle1 = try BundleFixture.write(at: dir.sub("v1"), steps: [v1])
+        let bundle2 = try BundleFixture.write(at: dir.sub("v2"), steps: [v1, v2])
         let dataRoot = dir.sub("data")
         try E2E.createOffline("bob", dataRoot: dataRoot, bundle: bundle1)
         let path = dataRoot + "/accounts/bob.sqlite"
-        try E2E.sql(path, E2E.insertRows("big", count: Self.rows))
-        let checksum = "SELECT count(*), sum(id), sum(n), sum(length(name)) FROM big;"
-        let before = try E2E.sql(path, checksum)
+        try E2E.sql(path, E2E.insertRows("big", count: rows))
+        return (bundle2, path, try E2E.sql(path, checksum))
+    }
+
+    @Test(arguments: [0.15, 0.6])
+    func sigtermDuringALongMigrationLeavesASoundFile(extraDelay: Double) throws {
+        let dir = TestDirectory()
+        let (bundle2, path, before) = try Self.prepareSlowMigration(in: dir)
+        let checksum = Self.checksum
         #expect(before.hasPrefix("\(Self.rows)|"))
 
         let daemon = try E2E.daemon(directory: dir.path, bundle: bundle2)

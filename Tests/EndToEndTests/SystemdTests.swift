@@ -206,10 +206,6 @@ import Testing
 
     // MARK: - SIGTERM during a migration
 
-    /// The same slow table rebuild as RestartTests uses.
-    static let rows = RestartTests.rows
-    static let v1 = RestartTests.v1
-    static let v2 = RestartTests.v2
 
     /// systemd waits TimeoutStopSec (120 s in the unit) before SIGKILL. RestartTests checks the
     /// file and the replies in depth; here: the watchdog fed during the migration, STOPPING=1,
@@ -218,14 +214,8 @@ import Testing
         let dir = TestDirectory()
         let notify = try DatagramReceiver(path: dir.sub("notify.sock"))
         defer { notify.close() }
-        let bundle1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Self.v1])
-        let bundle2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Self.v1, Self.v2])
-        let dataRoot = dir.sub("data")
-        try E2E.createOffline("bob", dataRoot: dataRoot, bundle: bundle1)
-        let path = dataRoot + "/accounts/bob.sqlite"
-        try E2E.sql(path, E2E.insertRows("big", count: Self.rows))
-        let checksum = "SELECT count(*), sum(id), sum(n), sum(length(name)) FROM big;"
-        let before = try E2E.sql(path, checksum)
+        let (bundle2, path, before) = try RestartTests.prepareSlowMigration(in: dir)
+        let checksum = RestartTests.checksum
 
         let daemon = try DaemonProcess(
             directory: dir.path, bundle: bundle2, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])

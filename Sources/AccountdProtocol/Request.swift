@@ -79,7 +79,10 @@ public struct Request: Sendable {
     }
 
     private static func decodeInline(_ text: String) throws(ProtocolError) -> Request {
-        var words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        // Split on the bytes: the line is valid UTF-8 and the separators are ASCII.
+        let utf8 = text.utf8
+        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        var words = utf8.split(whereSeparator: isBlank).map { String(decoding: $0, as: UTF8.self) }
         let word = words.removeFirst()
         guard let method = Method(inlineWord: word) else {
             throw ProtocolError(.methodNotFound, "no method '\(word.prefix(64))'; try info, status, list, switch ACCOUNT, export ACCOUNT [jsonl|sql|sqlite]", facts: [("method", .string(String(word.prefix(128))))])
@@ -113,18 +116,24 @@ public struct Request: Sendable {
             }
         case .set:
             // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
-            let trimmed = text.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
-            let parts = String(trimmed).split(maxSplits: 3, omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" })
-            guard parts.count == 4 else {
+            var start = utf8.startIndex
+            for _ in 0..<3 {  // the method, the namespace and the key, each after its blanks
+                while start < utf8.endIndex, isBlank(utf8[start]) { utf8.formIndex(after: &start) }
+                while start < utf8.endIndex, !isBlank(utf8[start]) { utf8.formIndex(after: &start) }
+            }
+            while start < utf8.endIndex, isBlank(utf8[start]) { utf8.formIndex(after: &start) }
+            var end = utf8.endIndex
+            while end > start, isBlank(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
+            guard words.count >= 3, start < end else {
                 throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
             }
             let value: JSONValue
             do {
-                value = try JSONParser.parse(Array(parts[3].utf8))
+                value = try JSONParser.parse(utf8[start..<end])
             } catch {
-                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(parts[1]) \(parts[2]) \"text\"")
+                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(words[0]) \(words[1]) \"text\"")
             }
-            pairs = [("namespace", .string(String(parts[1]))), ("key", .string(String(parts[2]))), ("value", value)]
+            pairs = [("namespace", .string(words[0])), ("key", .string(words[1])), ("value", value)]
         }
         return Request(method: method, parameters: Parameters(pairs), more: true, isInline: true)
     }

@@ -2,15 +2,22 @@ import AccountdCore
 import AccountdProtocol
 
 extension Dispatcher {
-    /// Get, Set, Delete and Keys.
-    func preferences(_ request: Request, writer: ReplyWriter) async throws {
+    /// Which value a preference request is about.
+    struct PreferenceTarget {
+        var namespace: String
+        var scope: PreferenceScope
+        /// Nil for Keys.
+        var key: String?
+        /// The account, for a per-account namespace.
+        var account: AccountName?
+    }
+
+    func preferenceTarget(_ request: Request) throws -> PreferenceTarget {
         let parameters = request.parameters
-        let preferences = service.preferences
         let namespace = try parameters.requiredString("namespace")
-        let scope = try preferences.scope(of: namespace)
+        let scope = try service.preferences.scope(of: namespace)
         let key: String? = request.method == .keys ? nil : try parameters.requiredString("key")
         if let key { try PreferenceService.checkKey(key) }
-
         var account: AccountName?
         if scope == .account {
             if let given = try parameters.account() {
@@ -22,27 +29,54 @@ extension Dispatcher {
                     .noActiveAccount, "namespace '\(namespace)' is per account and no account is active; switch first or give \"account\"")
             }
         }
+        return PreferenceTarget(namespace: namespace, scope: scope, key: key, account: account)
+    }
+
+    /// Get or Keys answered from memory; nil when the account's table is not open yet.
+    func preferenceReadAtOnce(_ request: Request) throws -> Reply? {
+        let target = try preferenceTarget(request)
+        var database: PreferenceDatabase?
+        if let account = target.account {
+            guard let open = service.preferences.openAccountDatabase(account) else { return nil }
+            database = open
+        }
+        return try read(request.method, target, accountDatabase: database)
+    }
+
+    /// The reply to Get or Keys. `accountDatabase` is the account's table for a per-account namespace.
+    private func read(_ method: Method, _ target: PreferenceTarget, accountDatabase: PreferenceDatabase?) throws -> Reply {
+        let preferences = service.preferences
+        let namespace = target.namespace
+        if let key = target.key {
+            let value: JSONValue? =
+                switch target.scope {
+                case .memory: preferences.memoryGet(namespace, key)
+                case .device: try preferences.deviceDatabase.get(namespace, key)
+                case .account: accountDatabase!.get(namespace, key)
+                }
+            guard let value else { throw Self.keyNotFound(namespace, key, target.account) }
+            return Reply(parameters: ["value": value])
+        }
+        let keys: [String] =
+            switch target.scope {
+            case .memory: preferences.memoryKeys(namespace)
+            case .device: try preferences.deviceDatabase.keys(namespace)
+            case .account: accountDatabase!.keys(namespace)
+            }
+        return Reply(parameters: ["keys": .array(keys.map { .string($0) })])
+    }
+
+    /// Get, Set, Delete and Keys.
+    func preferences(_ request: Request, writer: ReplyWriter) async throws {
+        let parameters = request.parameters
+        let preferences = service.preferences
+        let target = try preferenceTarget(request)
+        let (namespace, scope, key, account) = (target.namespace, target.scope, target.key, target.account)
 
         switch request.method {
-        case .get:
-            let value: JSONValue?
-            switch scope {
-            case .memory: value = preferences.memoryGet(namespace, key!)
-            case .device: value = try preferences.deviceDatabase.get(namespace, key!)
-            case .account:
-                value = try await accountDatabase(account!).get(namespace, key!)
-            }
-            guard let value else { throw Self.keyNotFound(namespace, key!, account) }
-            try await writer.send(Reply(parameters: ["value": value]))
-        case .keys:
-            let keys: [String]
-            switch scope {
-            case .memory: keys = preferences.memoryKeys(namespace)
-            case .device: keys = try preferences.deviceDatabase.keys(namespace)
-            case .account:
-                keys = try await accountDatabase(account!).keys(namespace)
-            }
-            try await writer.send(Reply(parameters: ["keys": .array(keys.map { .string($0) })]))
+        case .get, .keys:
+            let database = if let account { try await accountDatabase(account) } else { PreferenceDatabase?.none }
+            try await writer.send(try read(request.method, target, accountDatabase: database))
         case .set, .delete:
             var value: JSONValue?
             if request.method == .set {

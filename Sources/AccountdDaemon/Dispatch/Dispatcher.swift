@@ -16,25 +16,56 @@ struct Dispatcher: Sendable {
     /// Handles one request, writing its replies.
     ///
     /// - Throws: ``ClientGone`` only: every other failure becomes an error reply.
-    func handle(_ request: Request, peer: PeerCredentials, writer: ReplyWriter) async throws {
+    func handle(_ request: Request, peer: PeerCredentials, writer: ReplyWriter) async throws(ClientGone) {
         do {
-            do {
-                try policy.current.check(request.method, peer: peer)
-            } catch {
-                logger.warning(
-                    "refused \(request.method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])
-                throw error
-            }
-            if request.method.streaming == .required && !request.more {
-                throw ProtocolError(
-                    .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
-                    facts: [("method", .string(request.method.qualifiedName))])
-            }
+            try admit(request, peer: peer)
             try await route(request, writer: writer)
-        } catch is ClientGone {
-            throw ClientGone()
+        } catch let error as ClientGone {
+            throw error
         } catch {
             try await writer.send(ErrorMapping.reply(for: error, method: request.method, logger: logger))
+        }
+    }
+
+    /// The reply to a request that is answered without waiting for anything: Ping, Info,
+    /// the daemon's Status, and Get or Keys on values held in memory. Nil when the request
+    /// needs ``handle(_:peer:writer:)``.
+    ///
+    /// Connections call this on their event loop for every request, so the common small
+    /// requests cost no task switch and no hop to another thread.
+    func immediateReply(to request: Request, peer: PeerCredentials) -> Reply? {
+        switch request.method {
+        case .ping, .info, .status, .get, .keys: break
+        default: return nil
+        }
+        do {
+            try admit(request, peer: peer)
+            switch request.method {
+            case .ping: return Reply()
+            case .info: return Reply(parameters: service.info())
+            case .status:
+                guard try request.parameters.account() == nil else { return nil }
+                return Reply(parameters: service.daemonStatus())
+            default: return try preferenceReadAtOnce(request)
+            }
+        } catch {
+            return ErrorMapping.reply(for: error, method: request.method, logger: logger)
+        }
+    }
+
+    /// Checks the peer's role and the request's streaming flag.
+    private func admit(_ request: Request, peer: PeerCredentials) throws {
+        do {
+            try policy.current.check(request.method, peer: peer)
+        } catch {
+            logger.warning(
+                "refused \(request.method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])
+            throw error
+        }
+        if request.method.streaming == .required && !request.more {
+            throw ProtocolError(
+                .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
+                facts: [("method", .string(request.method.qualifiedName))])
         }
     }
 

@@ -1,135 +1,329 @@
 import AccountdProtocol
 import Logging
 import NIOCore
-import ServiceLifecycle
-import Synchronization
 
-/// One client connection: reads request lines, answers them in order, and never
-/// throws: a bad client gets an error reply (and, for an oversized request, a
-/// closed connection) while everyone else is served.
-struct Connection {
-    let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
-    let peer: PeerCredentials
-    let activity: ConnectionActivity
-    let dispatcher: Dispatcher
-    let hub: EventHub
-    let maximumRequestBytes: Int
-    let logger: Logger
+/// One client connection: reads request lines and answers them in order, on the
+/// channel's event loop.
+///
+/// Requests that need nothing but memory (Ping, Info, Status, most Gets) are answered
+/// right here, with no task and no thread hop. Everything else runs as a task on the
+/// same event loop; while it runs, the connection reads nothing more, so a client
+/// cannot pile up work, and its next requests wait their turn.
+///
+/// Replies gathered while handling one read go out in one write, after the event loop
+/// has handled every connection that was ready: like Redis, the daemon reads what is
+/// there first and writes the answers together.
+///
+/// Never throws at the client: a bad request gets an error reply, an oversized one an
+/// error reply and a closed connection, and everyone else is served.
+final class Connection: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
-    func run() async {
-        let stopping = Atomic<Bool>(false)
-        let nioChannel = channel.channel
-        do {
-            try await withGracefulShutdownHandler {
-                try await channel.executeThenClose { inbound, outbound in
-                    try await serve(inbound, ReplyWriter(outbound: outbound, channel: nioChannel), stopping: stopping)
-                }
-            } onGracefulShutdown: {
-                // Stop reading: a request being handled finishes and is answered; what is left gets ShuttingDown.
-                stopping.store(true, ordering: .relaxed)
-                nioChannel.close(mode: .input, promise: nil)
+    /// Sent down the pipeline when the daemon begins to stop.
+    struct ShutdownRequested {}
+
+    /// How many requests one connection may have answered in a turn before others get theirs.
+    static let requestsPerTurn = 32
+
+    private let peer: PeerCredentials
+    private let activity: ConnectionActivity
+    private let dispatcher: Dispatcher
+    private let hub: EventHub
+    private let maximumRequestBytes: Int
+    private let logger: Logger
+
+    private var framer: LineFramer
+    /// Replies not yet written.
+    private var pending = ""
+    private var flushScheduled = false
+    /// A request is being handled by a task; nothing else is read or answered until it ends.
+    private var busy = false
+    /// This connection used its turn; it carries on in a task queued behind the others.
+    private var yielded = false
+    /// A read was held back while busy or yielded.
+    private var readHeld = false
+    private var inputClosed = false
+    private var stopping = false
+    private var closing = false
+    private var watch: Task<Void, Never>?
+    private var executor: EventLoopExecutor?
+
+    init(
+        peer: PeerCredentials, activity: ConnectionActivity, dispatcher: Dispatcher, hub: EventHub, maximumRequestBytes: Int,
+        logger: Logger
+    ) {
+        self.peer = peer
+        self.activity = activity
+        self.dispatcher = dispatcher
+        self.hub = hub
+        self.maximumRequestBytes = maximumRequestBytes
+        self.logger = logger
+        framer = LineFramer(maximumLineLength: maximumRequestBytes)
+        pending.reserveCapacity(1024)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        executor = EventLoopExecutor(context.eventLoop)
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
+        framer.append(unwrapInboundIn(data).readableBytesView)
+        serve(context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        scheduleFlush(context)
+    }
+
+    /// Holds reads back while a request is in progress or the connection gave up its turn.
+    func read(context: ChannelHandlerContext) {
+        if busy || yielded || closing {
+            readHeld = true
+            return
+        }
+        context.read()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case ChannelEvent.inputClosed:
+            inputClosed = true
+            if watch != nil {
+                finish(context)
+            } else {
+                serve(context)
             }
-        } catch is ClientGone {
-            logger.debug("client \(peer) went away mid-reply", metadata: ["peer_uid": "\(peer.uid)"])
-        } catch {
-            logger.debug("connection from \(peer) ended: \(error)", metadata: ["peer_uid": "\(peer.uid)"])
+        case is ShutdownRequested:
+            // A request being handled finishes and is answered; the next gets ShuttingDown.
+            stopping = true
+            if watch != nil {
+                finish(context)
+            } else {
+                serve(context)
+            }
+        default:
+            context.fireUserInboundEventTriggered(event)
         }
     }
 
-    private func serve(
-        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, _ writer: ReplyWriter, stopping: borrowing Atomic<Bool>
-    ) async throws {
-        var framer = LineFramer(maximumLineLength: maximumRequestBytes)
-        var watch: Task<Void, Never>?
-        defer { watch?.cancel() }
-        var handled = 0
-        var framingLost = false
-        reading: for try await buffer in inbound {
-            framer.append(buffer.readableBytesView)
-            while true {
-                // Fairness: a client that pipelines thousands of requests lets others run between them.
-                handled += 1
-                if handled % 32 == 0 {
-                    try await writer.flush()
-                    await Task.yield()
-                }
-                let line: [UInt8]
-                do {
-                    guard let next = try framer.nextLine() else { break }
-                    line = next
-                } catch {
-                    try await writer.send(
-                        ProtocolError(
-                            .requestTooLarge,
-                            "a request may be at most \(maximumRequestBytes) bytes (requests.maxBytes); the connection is closed",
-                            facts: [("limit", JSONValue(maximumRequestBytes))]
-                        ).reply)
-                    try await writer.flush()
-                    logger.warning("closed a connection from uid \(peer.uid): request over \(maximumRequestBytes) bytes", metadata: ["peer_uid": "\(peer.uid)"])
-                    framingLost = true
-                    break reading
-                }
-                if stopping.load(ordering: .relaxed) {
-                    try await writer.send(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
-                    try await writer.flush()
-                    framingLost = true
-                    break reading
-                }
-                if watch != nil {
-                    try await writer.send(
-                        ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply)
-                    continue
-                }
-                let request: Request
-                do {
-                    guard let decoded = try Request.decode(line) else { continue }
-                    request = decoded
-                } catch {
-                    try await writer.send(error.reply)
-                    continue
-                }
-                if request.method == .watch {
-                    if !request.more {
-                        try await writer.send(ProtocolError(.expectedMore, "Watch streams events; send it with \"more\": true").reply)
-                        continue
-                    }
-                    try await writer.flush()
-                    activity.begin()  // a watcher is never idle
-                    watch = startWatch(writer.outbound)
-                    continue
-                }
-                activity.begin()
-                defer { activity.end() }
-                try await dispatcher.handle(request, peer: peer, writer: writer)
+    func channelInactive(context: ChannelHandlerContext) {
+        closing = true
+        watch?.cancel()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("connection from \(peer) failed: \(error)", metadata: ["peer_uid": "\(peer.uid)"])
+        closing = true
+        context.close(promise: nil)
+    }
+
+    // MARK: Serving
+
+    /// Answers the complete lines that have arrived, until one needs a task or the turn ends.
+    private func serve(_ context: ChannelHandlerContext) {
+        var answered = 0
+        while !busy, !yielded, !closing {
+            if answered == Self.requestsPerTurn {
+                yieldTurn(context)
+                return
             }
-            try await writer.flush()
-        }
-        // A last request without its newline still counts (unless the stream was cut off above).
-        let rest = framer.remainder
-        if !framingLost, !rest.isEmpty, watch == nil, !stopping.load(ordering: .relaxed), rest.count <= maximumRequestBytes {
+            let line: [UInt8]
             do {
-                if let request = try Request.decode(rest), request.method != .watch {
-                    try await dispatcher.handle(request, peer: peer, writer: writer)
-                }
-            } catch let error as ProtocolError {
-                try await writer.send(error.reply)
+                guard let next = try framer.nextLine() else { break }
+                line = next
+            } catch {
+                refuseOversized(context)
+                return
             }
-            try await writer.flush()
+            answered += 1
+            if stopping {
+                append(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
+                finish(context)
+                return
+            }
+            answer(line, context)
+        }
+        if !busy, !yielded, !closing, inputClosed || stopping {
+            finishInput(context)
         }
     }
 
-    /// Streams events to this connection until it closes.
-    private func startWatch(_ outbound: ReplyWriter.Outbound) -> Task<Void, Never> {
+    private func answer(_ line: [UInt8], _ context: ChannelHandlerContext) {
+        let request: Request
+        do {
+            guard let decoded = try Request.decode(line) else { return }
+            request = decoded
+        } catch {
+            append(error.reply)
+            return
+        }
+        if watch != nil {
+            append(ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply)
+            return
+        }
+        if request.method == .watch {
+            startWatch(request, context)
+            return
+        }
+        if let reply = dispatcher.immediateReply(to: request, peer: peer) {
+            append(reply)
+            return
+        }
+        startTask(request, context)
+    }
+
+    /// Handles a request that waits for something (SQLite, the disk, a lock) in a task on this event loop.
+    private func startTask(_ request: Request, _ context: ChannelHandlerContext, then after: (() -> Void)? = nil) {
+        busy = true
+        activity.begin()
+        flush(context)
+        let writer = ReplyWriter(ChannelTransport(channel: context.channel))
+        let dispatcher = dispatcher
+        let peer = peer
+        let loop = context.eventLoop
+        let resume = NIOLoopBound({ [self] in
+            activity.end()
+            busy = false
+            if let after {
+                after()
+            } else {
+                serve(context)
+                scheduleFlush(context)
+                releaseHeldRead(context)
+            }
+        }, eventLoop: loop)
+        Task(executorPreference: executor) {
+            do {
+                try await dispatcher.handle(request, peer: peer, writer: writer)
+                try await writer.flush()
+            } catch {
+                // The client went away; the channel is closing.
+            }
+            loop.execute { resume.value() }
+        }
+    }
+
+    /// Lets other connections run, then carries on with the lines already read.
+    private func yieldTurn(_ context: ChannelHandlerContext) {
+        yielded = true
+        flush(context)
+        context.eventLoop.assumeIsolated().execute { [self] in
+            yielded = false
+            serve(context)
+            scheduleFlush(context)
+            releaseHeldRead(context)
+        }
+    }
+
+    private func releaseHeldRead(_ context: ChannelHandlerContext) {
+        guard readHeld, !busy, !yielded, !closing else { return }
+        readHeld = false
+        context.read()
+    }
+
+    private func refuseOversized(_ context: ChannelHandlerContext) {
+        append(
+            ProtocolError(
+                .requestTooLarge, "a request may be at most \(maximumRequestBytes) bytes (requests.maxBytes); the connection is closed",
+                facts: [("limit", JSONValue(maximumRequestBytes))]
+            ).reply)
+        logger.warning(
+            "closed a connection from uid \(peer.uid): request over \(maximumRequestBytes) bytes", metadata: ["peer_uid": "\(peer.uid)"])
+        finish(context)
+    }
+
+    /// The client closed its side, or the daemon is stopping: a last request without its
+    /// newline still counts, then the connection closes once everything is written.
+    private func finishInput(_ context: ChannelHandlerContext) {
+        let rest = framer.remainder
+        framer = LineFramer(maximumLineLength: maximumRequestBytes)
+        guard !stopping, !rest.isEmpty, rest.count <= maximumRequestBytes else {
+            finish(context)
+            return
+        }
+        do {
+            guard let request = try Request.decode(rest), request.method != .watch else {
+                finish(context)
+                return
+            }
+            if let reply = dispatcher.immediateReply(to: request, peer: peer) {
+                append(reply)
+            } else {
+                startTask(request, context) { [self] in finish(context) }
+                return
+            }
+        } catch {
+            append(error.reply)
+        }
+        finish(context)
+    }
+
+    /// Writes what is pending and closes the connection.
+    private func finish(_ context: ChannelHandlerContext) {
+        guard !closing else { return }
+        closing = true
+        watch?.cancel()
+        let written = context.eventLoop.makePromise(of: Void.self)
+        flush(context, promise: written)
+        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    // MARK: Watch
+
+    private func startWatch(_ request: Request, _ context: ChannelHandlerContext) {
+        guard request.more else {
+            append(ProtocolError(.expectedMore, "Watch streams events; send it with \"more\": true").reply)
+            return
+        }
+        flush(context)
+        activity.begin()  // a watcher is never idle
         let events = hub.subscribe()
-        return Task {
+        let channel = context.channel
+        watch = Task(executorPreference: executor) {
             for await event in events {
                 let reply = Reply(parameters: event, continues: true)
                 do {
-                    try await outbound.write(ByteBuffer(string: reply.encoded()))
+                    try await channel.writeAndFlush(ByteBuffer(string: reply.encoded())).get()
                 } catch {
                     return
                 }
             }
         }
+    }
+
+    // MARK: Writing
+
+    private func append(_ reply: Reply) {
+        reply.encode(into: &pending)
+    }
+
+    /// Flushes once the event loop has handled every connection that is ready now.
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        guard !pending.isEmpty, !flushScheduled, !closing else { return }
+        if pending.utf8.count >= ReplyWriter.flushThreshold {
+            flush(context)
+            return
+        }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute { [self] in
+            flushScheduled = false
+            flush(context)
+        }
+    }
+
+    private func flush(_ context: ChannelHandlerContext, promise: EventLoopPromise<Void>? = nil) {
+        guard !pending.isEmpty, context.channel.isActive else {
+            promise?.succeed()
+            return
+        }
+        let buffer = context.channel.allocator.buffer(string: pending)
+        pending.removeAll(keepingCapacity: true)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
     }
 }

@@ -34,21 +34,28 @@ struct SocketServer: Service {
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
         let idleTimeout = idleTimeout
+        let counter = ConnectionCounter(limit: maximumConnections)
+        let (dispatcher, hub, maximumRequestBytes, logger) = (dispatcher, hub, maximumRequestBytes, logger)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             guard let provider = channel as? SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
             }
             return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
                 .flatMapThrowing { (credentials: UCred) in
+                    let peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+                    // A connection over the limit gets no handler: it is answered with an error and closed.
+                    guard counter.enter() else { return Accepted(channel: channel, peer: peer, admitted: false) }
+                    channel.closeFuture.whenComplete { _ in counter.leave() }
                     let activity = ConnectionActivity()
+                    let pipeline = channel.pipeline.syncOperations
                     if let idleTimeout {
-                        try channel.pipeline.syncOperations.addHandlers(
-                            IdleStateHandler(allTimeout: idleTimeout), IdleCloser(activity: activity))
+                        try pipeline.addHandlers(IdleStateHandler(allTimeout: idleTimeout), IdleCloser(activity: activity))
                     }
-                    return Accepted(
-                        channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
-                        peer: PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid),
-                        activity: activity)
+                    try pipeline.addHandler(
+                        Connection(
+                            peer: peer, activity: activity, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes,
+                            logger: logger))
+                    return Accepted(channel: channel, peer: peer, admitted: true)
                 }
         }
         let server: NIOAsyncChannel<Accepted, Never>
@@ -67,21 +74,19 @@ struct SocketServer: Service {
             logger.info("listening on the socket systemd passed (\(description))")
         }
         onReady()
-        let counter = ConnectionCounter(limit: maximumConnections)
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await accepted in connections.cancelOnGracefulShutdown() {
-                    guard counter.enter() else {
+                    guard accepted.admitted else {
                         group.addTask { await refuse(accepted, limit: counter.limit) }
                         continue
                     }
-                    let executor = EventLoopExecutor(accepted.channel.channel.eventLoop)
-                    group.addTask(executorPreference: executor) {
-                        defer { counter.leave() }
-                        await Connection(
-                            channel: accepted.channel, peer: accepted.peer, activity: accepted.activity, dispatcher: dispatcher,
-                            hub: hub, maximumRequestBytes: maximumRequestBytes, logger: logger
-                        ).run()
+                    group.addTask {
+                        await withGracefulShutdownHandler {
+                            try? await accepted.channel.closeFuture.get()
+                        } onGracefulShutdown: {
+                            accepted.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
+                        }
                     }
                 }
             }
@@ -100,9 +105,9 @@ struct SocketServer: Service {
             .tooManyConnections, "accountd already serves \(limit) connections (limits.maxConnections); retry later",
             facts: [("limit", JSONValue(limit))]
         ).reply
-        try? await accepted.channel.executeThenClose { _, outbound in
-            try await outbound.write(ByteBuffer(string: reply.encoded()))
-        }
+        let channel = accepted.channel
+        try? await channel.writeAndFlush(ByteBuffer(string: reply.encoded())).get()
+        try? await channel.close()
     }
 
     /// Refuses to take over a socket path where another daemon is still answering.
@@ -132,9 +137,10 @@ struct SocketServer: Service {
 
 /// A connection as the accept loop hands it over.
 struct Accepted: Sendable {
-    var channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    var channel: any Channel
     var peer: PeerCredentials
-    var activity: ConnectionActivity
+    /// False for a connection over `limits.maxConnections`.
+    var admitted: Bool
 }
 
 struct SocketError: Error, CustomStringConvertible {

@@ -1,0 +1,91 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import Testing
+
+/// How one connection answers what it is sent: requests answered at once on the event
+/// loop (Ping, Info, Status, Get from memory) and requests handled by a task (Switch,
+/// Set, an account's Status) interleave, and the replies still come in request order,
+/// each seeing the effects of the ones before it.
+@Suite struct ConnectionTests {
+    @Test func pipelinedRequestsAreAnsweredInOrderWithEachSeeingTheOnesBefore() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        let client = try daemon.client()
+        let lines = [
+            "get user theme alice",  // 0: alice does not exist yet: the account is opened by a task
+            "switch alice",  // 1
+            "set user theme \"dark\"",  // 2
+            "get user theme",  // 3: answered at once, after the Set before it committed
+            "ping",  // 4
+            "status alice",  // 5: a task (reads the file)
+            "status",  // 6: at once
+            "set memory m 1",  // 7
+            "get memory m",  // 8
+            "set user theme \"light\"",  // 9
+            "get user theme",  // 10
+            "keys user",  // 11
+            "del user theme",  // 12
+            "get user theme",  // 13
+            "switch bob",  // 14
+            "status",  // 15
+            "info",  // 16
+        ]
+        // One write: the daemon reads every request before any reply is read.
+        try client.send(lines.joined(separator: "\n") + "\n")
+        var replies: [Reply] = []
+        for _ in lines { replies.append(try client.readReply()) }
+
+        #expect(replies[0].error == .accountNotFound || replies[0].error == .keyNotFound, "\(replies[0])")
+        #expect(replies[1].error == nil && replies[1].parameters["account"] == "alice", "\(replies[1])")
+        #expect(replies[2].error == nil && replies[2].parameters == [:], "\(replies[2])")
+        #expect(replies[3].parameters["value"] == "dark", "\(replies[3])")
+        #expect(replies[4].error == nil && replies[4].parameters == [:], "\(replies[4])")
+        #expect(replies[5].parameters["account"] == "alice" && replies[5].parameters["exists"] == true, "\(replies[5])")
+        #expect(replies[6].parameters["active"] == "alice", "\(replies[6])")
+        #expect(replies[8].parameters["value"] == 1, "\(replies[8])")
+        #expect(replies[10].parameters["value"] == "light", "\(replies[10])")
+        #expect(replies[11].parameters["keys"] == ["theme"], "\(replies[11])")
+        #expect(replies[12].error == nil, "\(replies[12])")
+        #expect(replies[13].error == .keyNotFound, "\(replies[13])")
+        #expect(replies[14].parameters["previous"] == "alice", "\(replies[14])")
+        #expect(replies[15].parameters["active"] == "bob", "\(replies[15])")
+        #expect(replies[16].parameters["product"] == "accountd", "\(replies[16])")
+    }
+
+    @Test func aLastRequestWithoutNewlineIsAnsweredBeforeTheConnectionCloses() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        // Needs a task (it creates and migrates the account), then the connection closes.
+        let first = try daemon.client()
+        try first.send("ping\nswitch carol")
+        first.finishSending()
+        #expect(try first.readReply().parameters == [:])
+        let switched = try first.readReply()
+        #expect(switched.parameters["account"] == "carol" && switched.parameters["action"] == "created", "\(switched)")
+        #expect(try first.readLine() == nil)
+
+        // Answered at once, then the connection closes.
+        let second = try daemon.client()
+        try second.send("status")
+        second.finishSending()
+        #expect(try second.readReply().parameters["active"] == "carol")
+        #expect(try second.readLine() == nil)
+    }
+
+    @Test func aClientThatLeavesMidRequestDoesNotDisturbOthers() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        for _ in 0..<20 {
+            let leaving = try daemon.client()
+            try leaving.send("switch dave\nset user a 1\nget user a\nstatus dave\n")
+            // Closed without reading: the replies have nowhere to go, and what was
+            // pipelined behind the request that failed to answer may not run.
+        }
+        let client = try daemon.client()
+        let get = try client.callOne("get user a dave")
+        #expect(get.parameters["value"] == 1 || get.error == .keyNotFound, "\(get)")
+        #expect(try client.callOne("status").parameters["active"] == "dave")
+        #expect(try client.callOne("verify dave").parameters["healthy"] == true)
+    }
+}

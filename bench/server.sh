@@ -118,13 +118,18 @@ fi
 if want 5 || want 6; then
 echo
 echo "== 5. Set at 32 clients: group commit against one transaction per Set"
-start_daemon grouped
-"$work/loadgen" "$work/grouped/sock" 1 1 1 "switch alice" >/dev/null
-grouped=$("$work/loadgen" "$work/grouped/sock" 32 "$SECONDS_PER_RUN" 1 'set user theme "dark"' 'set switch beta {"on":true}')
-start_daemon single "preferences:" "  groupCommit: false"
-"$work/loadgen" "$work/single/sock" 1 1 1 "switch alice" >/dev/null
-single=$("$work/loadgen" "$work/single/sock" 32 "$SECONDS_PER_RUN" 1 'set user theme "dark"' 'set switch beta {"on":true}')
-g=$(echo "$grouped" | field rps); o=$(echo "$single" | field rps)
+gcc -O2 -shared -fPIC -o "$work/slowsync.so" bench/slowsync.c -ldl
+sets() {  # sets NAME [extra config lines]: Sets/s and p50 of 32 clients on daemon NAME
+    start_daemon "$@"
+    "$work/loadgen" "$work/$1/sock" 1 1 1 "switch alice" >/dev/null
+    "$work/loadgen" "$work/$1/sock" 32 "$SECONDS_PER_RUN" 1 'set user theme "dark"' 'set switch beta {"on":true}'
+    kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+}
+report() {  # report LABEL GROUPED SINGLE
+    printf '%s: group commit %.0f Sets/s (p50 %s ms) | one transaction per Set %.0f Sets/s (p50 %s ms): %.1fx (target >= 10x)\n' \
+        "$1" "$(echo "$2" | field rps)" "$(echo "$2" | field p50_ms)" "$(echo "$3" | field rps)" "$(echo "$3" | field p50_ms)" \
+        "$(echo "$(echo "$2" | field rps) / $(echo "$3" | field rps)" | bc -l)"
+}
 fsync_ms=$(python3 - "$work" <<'PY'
 import os, sys, time
 path = os.path.join(sys.argv[1], "fsync-probe")
@@ -138,8 +143,15 @@ times.sort(); print("%.3f" % (times[len(times) // 2] * 1000))
 PY
 )
 echo "this disk: fdatasync of a 4 KiB overwrite, p50 ${fsync_ms} ms (the cost one transaction per Set pays every time)"
-printf 'group commit %.0f Sets/s (p50 %s ms) | one transaction per Set %.0f Sets/s (p50 %s ms): %.1fx (target >= 10x)\n' \
-    "$g" "$(echo "$grouped" | field p50_ms)" "$o" "$(echo "$single" | field p50_ms)" "$(echo "$g / $o" | bc -l)"
+grouped=$(sets grouped)
+single=$(sets single "preferences:" "  groupCommit: false")
+report "this disk" "$grouped" "$single"
+# The same pair on a simulated disk whose flush takes 2 ms (bench/slowsync.c).
+export LD_PRELOAD="$work/slowsync.so" SLOWSYNC_US=2000
+grouped=$(sets slow-grouped)
+single=$(sets slow-single "preferences:" "  groupCommit: false")
+unset LD_PRELOAD SLOWSYNC_US
+report "2 ms flush" "$grouped" "$single"
 
 fi
 
@@ -148,7 +160,8 @@ echo
 echo "== 6. Get at 50 clients, against redis-server GET"
 redis-cli -s "$work/redis.sock" SET theme dark >/dev/null
 redis=$(LOADGEN_CRLF=1 "$work/loadgen" "$work/redis.sock" 50 "$SECONDS_PER_RUN" 2 "GET theme")
-ours=$("$work/loadgen" "$work/grouped/sock" 50 "$SECONDS_PER_RUN" 1 "get user theme")
+"$work/loadgen" "$SOCK" 1 1 1 "switch alice" 'set user theme "dark"' >/dev/null
+ours=$("$work/loadgen" "$SOCK" 50 "$SECONDS_PER_RUN" 1 "get user theme")
 r=$(echo "$redis" | field rps); a=$(echo "$ours" | field rps)
 printf 'redis GET %.0f/s | accountd Get %.0f/s: %.2fx (target >= 0.5x); errors: %s\n' "$r" "$a" "$(echo "$a / $r" | bc -l)" "$(echo "$ours" | field errors)"
 fi

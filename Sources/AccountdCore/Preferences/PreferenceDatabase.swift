@@ -140,12 +140,11 @@ public final class PreferenceDatabase: Sendable {
                 for pending in batch {
                     switch pending.change {
                     case .set(let namespace, let key, let value):
-                        try db.execute(
-                            sql: "INSERT OR REPLACE INTO \(table)(namespace, key, value, updated_at) VALUES (?, ?, ?, ?)",
-                            arguments: [namespace, key, value.serialized(), now])
+                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(table)(namespace, key, value, updated_at) VALUES (?, ?, ?, ?)")
+                            .execute(arguments: [namespace, key, value.serialized(), now])
                         existed.append(true)
                     case .delete(let namespace, let key):
-                        try db.execute(sql: "DELETE FROM \(table) WHERE namespace = ? AND key = ?", arguments: [namespace, key])
+                        try db.cachedStatement(sql: "DELETE FROM \(table) WHERE namespace = ? AND key = ?").execute(arguments: [namespace, key])
                         existed.append(db.changesCount > 0)
                     }
                 }

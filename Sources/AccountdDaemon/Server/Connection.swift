@@ -8,7 +8,9 @@ import NIOCore
 /// Requests that need nothing but memory (Ping, Info, Status, most Gets) are answered
 /// right here, with no task and no thread hop. Everything else runs as a task on the
 /// same event loop; while it runs, the connection reads nothing more, so a client
-/// cannot pile up work, and its next requests wait their turn.
+/// cannot pile up work, and its next requests wait their turn. Nor does it read while
+/// its replies are not being read (the channel is not writable): a client that only
+/// sends cannot make the daemon buffer replies without end.
 ///
 /// Replies gathered while handling one read go out in one write, after the event loop
 /// has handled every connection that was ready: like Redis, the daemon reads what is
@@ -80,9 +82,10 @@ final class Connection: ChannelDuplexHandler {
         scheduleFlush(context)
     }
 
-    /// Holds reads back while a request is in progress or the connection gave up its turn.
+    /// Holds reads back while a request is in progress, the connection gave up its turn,
+    /// or the client is not reading its replies.
     func read(context: ChannelHandlerContext) {
-        if busy || yielded || closing {
+        if busy || yielded || closing || !context.channel.isWritable {
             readHeld = true
             return
         }
@@ -103,12 +106,25 @@ final class Connection: ChannelDuplexHandler {
             stopping = true
             if watch != nil {
                 finish(context)
+            } else if !busy, !context.channel.isWritable {
+                // The client is not reading its replies: they would never be written.
+                closing = true
+                context.close(promise: nil)
             } else {
                 serve(context)
             }
         default:
             context.fireUserInboundEventTriggered(event)
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            serve(context)
+            scheduleFlush(context)
+            releaseHeldRead(context)
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -128,7 +144,8 @@ final class Connection: ChannelDuplexHandler {
     /// Answers the complete lines that have arrived, until one needs a task or the turn ends.
     private func serve(_ context: ChannelHandlerContext) {
         var answered = 0
-        while !busy, !yielded, !closing {
+        // Replies wait in the channel while the client is not reading them: answer nothing more until it does.
+        while !busy, !yielded, !closing, context.channel.isWritable {
             if answered == Self.requestsPerTurn {
                 yieldTurn(context)
                 return
@@ -149,7 +166,7 @@ final class Connection: ChannelDuplexHandler {
             }
             answer(line, context)
         }
-        if !busy, !yielded, !closing, inputClosed || stopping {
+        if !busy, !yielded, !closing, context.channel.isWritable, inputClosed || stopping {
             finishInput(context)
         }
     }
@@ -222,7 +239,7 @@ final class Connection: ChannelDuplexHandler {
     }
 
     private func releaseHeldRead(_ context: ChannelHandlerContext) {
-        guard readHeld, !busy, !yielded, !closing else { return }
+        guard readHeld, !busy, !yielded, !closing, context.channel.isWritable else { return }
         readHeld = false
         context.read()
     }
@@ -323,7 +340,8 @@ final class Connection: ChannelDuplexHandler {
             return
         }
         let buffer = context.channel.allocator.buffer(string: pending)
-        pending.removeAll(keepingCapacity: true)
+        // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
+        pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
     }
 }

@@ -15,7 +15,9 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR  ?= /etc
 
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS       ?= 60
+FUZZ_CODEC_SECONDS ?= 30
+FUZZ_OUT            = .build-fuzz/out
 
 .PHONY: deps build run test fuzz bench install clean
 
@@ -37,15 +39,32 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## fuzz: build the libFuzzer target over the protocol codec and run it for FUZZ_SECONDS
+## fuzz: build the libFuzzer targets and run them: the protocol codec for FUZZ_CODEC_SECONDS, then
+##       the request dispatcher (the real AccountService on a temporary data root) for FUZZ_SECONDS
+# Everything goes under .build-fuzz, away from the .build of `make build` and `make test`.
+# DispatchFuzzer is a SwiftPM target that exists only when ACCOUNTD_FUZZ is set (see Package.swift).
+# -Xswiftc instruments every Swift module, the daemon's libraries included; C targets are not
+# instrumented, and need not be. SwiftPM links an executable with `main` defined as
+# DispatchFuzzer_main, so libFuzzer's own main never links in: the harness defines
+# DispatchFuzzer_main and hands over to libFuzzer's driver (LLVMFuzzerRunDriver).
+# SWIFT_BACKTRACE=enable=no: otherwise Swift's backtracer keeps the crash signals, and libFuzzer
+# never saves the crashing input. -detect_leaks=0: the dispatcher harness keeps the daemon and its
+# caches from one input to the next on purpose.
 fuzz:
-	@mkdir -p .build/fuzz .build/fuzz/corpus
+	@mkdir -p $(FUZZ_OUT)/codec-corpus $(FUZZ_OUT)/dispatch-corpus
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name CodecFuzzer \
-		Sources/AccountdProtocol/*.swift Fuzz/CodecFuzzer.swift -o .build/fuzz/codec 2>.build/fuzz/build.log || (cat .build/fuzz/build.log; exit 1)
-	cp Fuzz/corpus/codec/* .build/fuzz/corpus/
-	.build/fuzz/codec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 .build/fuzz/corpus >.build/fuzz/run.log 2>&1 \
-		|| (tail -60 .build/fuzz/run.log; exit 1)
-	@grep -E "^Done|stat::number_of_executed_units" .build/fuzz/run.log
+		Sources/AccountdProtocol/*.swift Fuzz/CodecFuzzer.swift -o $(FUZZ_OUT)/codec 2>$(FUZZ_OUT)/codec-build.log || (cat $(FUZZ_OUT)/codec-build.log; exit 1)
+	ACCOUNTD_FUZZ=1 $(SWIFT) build --scratch-path .build-fuzz --product DispatchFuzzer -Xswiftc -sanitize=fuzzer,address \
+		>$(FUZZ_OUT)/dispatch-build.log 2>&1 || (grep -E "error|undefined" $(FUZZ_OUT)/dispatch-build.log | head -40; tail -20 $(FUZZ_OUT)/dispatch-build.log; exit 1)
+	cp Fuzz/corpus/codec/* $(FUZZ_OUT)/codec-corpus/
+	SWIFT_BACKTRACE=enable=no $(FUZZ_OUT)/codec -max_total_time=$(FUZZ_CODEC_SECONDS) -max_len=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/codec- \
+		$(FUZZ_OUT)/codec-corpus >$(FUZZ_OUT)/codec-run.log 2>&1 || (tail -60 $(FUZZ_OUT)/codec-run.log; exit 1)
+	@grep -E "^Done|stat::number_of_executed_units" $(FUZZ_OUT)/codec-run.log
+	cp Fuzz/corpus/dispatch/* $(FUZZ_OUT)/dispatch-corpus/
+	SWIFT_BACKTRACE=enable=no ACCOUNTD_FUZZ_SCHEMA=$(SCHEMA) .build-fuzz/debug/DispatchFuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=20 -detect_leaks=0 \
+		-dict=Fuzz/DispatchFuzzer/dispatch.dict -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/dispatch- \
+		$(FUZZ_OUT)/dispatch-corpus >$(FUZZ_OUT)/dispatch-run.log 2>&1 || (tail -150 $(FUZZ_OUT)/dispatch-run.log; exit 1)
+	@grep -E "^Done|stat::number_of_executed_units|stat::average_exec_per_sec|^dispatch" $(FUZZ_OUT)/dispatch-run.log
 
 ## bench: run the benchmarks and print their figures (see docs/PERFORMANCE.md)
 bench: deps
@@ -70,4 +89,4 @@ install: deps
 	install -m 0644 config/schema/schema.sql $(DESTDIR)$(DATADIR)/schema/
 
 clean:
-	rm -rf .build run
+	rm -rf .build .build-fuzz run

@@ -98,3 +98,23 @@ let package = Package(
             ]),
     ]
 )
+
+// The libFuzzer target over the request dispatcher (`make fuzz`). Declared only when
+// ACCOUNTD_FUZZ is set, so that ordinary builds and `swift test` never see it: it links
+// only with `-sanitize=fuzzer` (its `main` hands over to libFuzzer's driver), and it
+// imports the daemon with `@testable`, which needs a debug build.
+if Context.environment["ACCOUNTD_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "DispatchFuzzer",
+            dependencies: [
+                "AccountdDaemon",
+                "AccountdCore",
+                "AccountdProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/DispatchFuzzer",
+            exclude: ["dispatch.dict"],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+}

@@ -1,0 +1,51 @@
+@testable import AccountdDaemon
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// The daemon's parts wired as `Daemon.run` wires them, minus the socket: a data root,
+/// the store, the preference service, the blocking pool, the account service and the
+/// dispatcher, configured like `config/accountd.yaml`, on a data root that starts with
+/// the fixtures' accounts.
+final class FuzzDaemon {
+    /// The namespaces of `config/accountd.yaml`.
+    static let namespaces: [NamespaceDeclaration] = [
+        NamespaceDeclaration(name: "user", scope: .account), NamespaceDeclaration(name: "default", scope: .account),
+        NamespaceDeclaration(name: "switch", scope: .device), NamespaceDeclaration(name: "dynamic", scope: .device),
+        NamespaceDeclaration(name: "memory", scope: .memory),
+    ]
+
+    let root: DataRoot
+    let service: AccountService
+    let dispatcher: Dispatcher
+    private let pool: BlockingPool
+    private let preferences: PreferenceService
+
+    /// Builds the daemon on a new data root at `path`.
+    init(dataRoot path: String, fixtures: Fixtures, logger: Logger) throws {
+        root = try DataRoot(path)
+        var options = AccountStore.Options()
+        options.snapshotsToKeep = 5
+        options.lockTimeout = .seconds(30)
+        options.checkIntegrityOnOpen = true
+        try fixtures.populate(root, options: options)
+
+        let store = AccountStore(root: root, bundle: fixtures.bundle, options: options)
+        pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
+        let hub = EventHub()
+        preferences = try PreferenceService(declarations: Self.namespaces, store: store, hub: hub, groupCommit: true)
+        service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
+        service.setPhase(.serving)
+        dispatcher = Dispatcher(
+            service: service, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger,
+            temporaryDirectory: root.path + "/tmp", migrateConcurrency: 2)
+    }
+
+    /// Closes the preference databases and stops the pool, as the daemon does on SIGTERM.
+    func shutDown() {
+        preferences.closeAll()
+        let pool = pool
+        Blocking.wait { try? await pool.shutdown() }
+    }
+}

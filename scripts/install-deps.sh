@@ -9,7 +9,7 @@ set -euo pipefail
 missing=()
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-for pkg in libsqlite3-dev sqlite3 pkg-config socat; do
+for pkg in libsqlite3-dev sqlite3 pkg-config socat strace; do
     installed "$pkg" || missing+=("$pkg")
 done
 if ! installed libsystemd-dev; then

@@ -160,4 +160,51 @@ import Testing
         let integrity = try DatabaseQueue(path: daemon.accountPath("alice")).read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
         #expect(integrity == ["ok"])
     }
+
+    /// Power loss cannot be produced in a test, but its precondition can be observed: with
+    /// `strace` on the daemon, every Set must be followed by a sync of the WAL it was
+    /// written to before its reply comes back. (With `synchronous = NORMAL`, which GRDB
+    /// picks for WAL connections unless told otherwise, a commit syncs nothing.)
+    @Test func everySetIsSyncedToDiskBeforeItIsAcknowledged() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").error == nil)
+        // Open both tables before tracing starts.
+        #expect(try set(client, "user", "warm", 0).error == nil)
+        #expect(try set(client, "switch", "warm", 0).error == nil)
+
+        let tracePath = dir.path + "/strace.out"
+        let strace = Process()
+        strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        strace.arguments = ["-f", "-y", "-e", "trace=fsync,fdatasync", "-o", tracePath, "-p", "\(daemon.process.processIdentifier)"]
+        let messages = Pipe()
+        strace.standardError = messages
+        try strace.run()
+        // strace says "Process N attached" once per thread; the last one comes quickly after the first.
+        var attached = ""
+        while !attached.contains("attached") {
+            let chunk = messages.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            attached += String(decoding: chunk, as: UTF8.self)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+
+        // One at a time: each Set is its own transaction, acknowledged before the next is sent.
+        let count = 10
+        for n in 1...count {
+            #expect(try set(client, "user", "k", .int(Int64(n))).error == nil)
+            #expect(try set(client, "switch", "k", .int(Int64(n))).error == nil)
+        }
+        // strace ends when the daemon does (signals to strace itself may arrive blocked, inherited from the test runner).
+        #expect(daemon.stop() == 0)
+        strace.waitUntilExit()
+
+        let trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n")
+        let accountSyncs = trace.filter { $0.contains("sync(") && $0.contains("/alice.sqlite-wal>") }.count
+        let deviceSyncs = trace.filter { $0.contains("sync(") && $0.contains("/device.sqlite-wal>") }.count
+        print("PreferencesTests sync: \(count) Sets each: alice.sqlite-wal synced \(accountSyncs) times, device.sqlite-wal \(deviceSyncs) times")
+        #expect(accountSyncs >= count, "\(trace.suffix(5))")
+        #expect(deviceSyncs >= count, "\(trace.suffix(5))")
+    }
 }

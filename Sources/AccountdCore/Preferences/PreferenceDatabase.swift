@@ -56,6 +56,7 @@ public final class PreferenceDatabase: Sendable {
         var config = Connections.configuration(foreignKeys: false, label: "preferences")
         config.journalMode = .wal
         database = try DatabaseQueue(path: path, configuration: config)
+        try Connections.requireFullSync(database)
         try database.write { db in
             try db.execute(
                 sql: """

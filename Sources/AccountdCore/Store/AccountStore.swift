@@ -176,7 +176,9 @@ public final class AccountStore: Sendable {
     public func connect(_ account: AccountName) throws -> DatabasePool {
         var config = Connections.configuration(foreignKeys: true, label: "account \(account)")
         config.maximumReaderCount = 4
-        return try DatabasePool(path: root.accountPath(account), configuration: config)
+        let pool = try DatabasePool(path: root.accountPath(account), configuration: config)
+        try Connections.requireFullSync(pool)
+        return pool
     }
 
     /// The account's state relative to the bundle. Reads the file's records only: it

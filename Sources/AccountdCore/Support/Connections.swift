@@ -22,4 +22,20 @@ enum Connections {
         }
         return config
     }
+
+    /// Sets `synchronous = FULL` on a writer that was opened in WAL mode.
+    ///
+    /// GRDB switches a WAL connection to `synchronous = NORMAL` after `prepareDatabase`
+    /// has run, and NORMAL in WAL mode does not sync the WAL at each commit: a power loss
+    /// could take back commits that were acknowledged. Every WAL writer calls this once it
+    /// is open.
+    static func requireFullSync(_ writer: some DatabaseWriter) throws {
+        try writer.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            let level = try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            guard level == 2 else {
+                throw DatabaseError(message: "PRAGMA synchronous is \(level.map(String.init) ?? "unknown"), not FULL (2)")
+            }
+        }
+    }
 }

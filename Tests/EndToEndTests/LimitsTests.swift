@@ -102,6 +102,34 @@ import Testing
         #expect(daemon.process.isRunning)
     }
 
+    /// SIGTERM while a client that stopped reading holds an export in progress, and another
+    /// has a ping answered but unread: the daemon still stops, within the grace period for
+    /// unread replies (10 s), and exits 0.
+    @Test func clientsThatStopReadingDoNotHoldShutdownUp() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [Hostile.itemV1])
+        let dataRoot = dir.sub("data")
+        try Hostile.makeItemAccount("big", rows: 100_000, dataRoot: dataRoot, bundle: bundle)
+        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle)
+        let stalled = try Hostile.client(daemon.socket, timeout: 30)
+        try stalled.send(#"{"method":"io.accountd.Export","parameters":{"account":"big","format":"jsonl"},"more":true}"# + "\n")
+        let idle = try Hostile.client(daemon.socket, timeout: 30)
+        try idle.send("ping\n")
+        Thread.sleep(forTimeInterval: 1)  // the export fills the socket buffers and waits
+
+        let start = Date()
+        kill(daemon.process.processIdentifier, SIGTERM)
+        while daemon.process.isRunning && Date().timeIntervalSince(start) < 30 { Thread.sleep(forTimeInterval: 0.05) }
+        let took = Date().timeIntervalSince(start)
+        #expect(!daemon.process.isRunning, "accountd still runs 30 s after SIGTERM")
+        let status = daemon.stop(signal: SIGKILL)
+        print("LimitsTests shutdown: exited \(status) \(String(format: "%.1f", took)) s after SIGTERM with an export unread")
+        #expect(status == 0)
+        #expect(took < 20)
+        // The reply that was answered before SIGTERM reached its client.
+        #expect(try idle.readReply().parameters == [:])
+    }
+
     static let rows = 300_000
 
     @Test func aReaderThatStopsReadingHoldsNoMemoryAndBlocksNoOne() throws {

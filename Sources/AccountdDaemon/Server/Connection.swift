@@ -28,6 +28,10 @@ final class Connection: ChannelDuplexHandler {
 
     /// How many requests one connection may have answered in a turn before others get theirs.
     static let requestsPerTurn = 32
+    /// How long a closing connection may take to write its last replies, and how long a
+    /// request may still run once the daemon is stopping, before the connection is closed
+    /// regardless (a client that does not read would otherwise hold it, and shutdown, open).
+    static let closingGrace = TimeAmount.seconds(10)
 
     private let peer: PeerCredentials
     private let activity: ConnectionActivity
@@ -104,6 +108,7 @@ final class Connection: ChannelDuplexHandler {
         case is ShutdownRequested:
             // A request being handled finishes and is answered; the next gets ShuttingDown.
             stopping = true
+            closeLater(context)
             if watch != nil {
                 finish(context)
             } else if !busy, !context.channel.isWritable {
@@ -260,7 +265,12 @@ final class Connection: ChannelDuplexHandler {
     private func finishInput(_ context: ChannelHandlerContext) {
         let rest = framer.remainder
         framer = LineFramer(maximumLineLength: maximumRequestBytes)
-        guard !stopping, !rest.isEmpty, rest.count <= maximumRequestBytes else {
+        guard !rest.isEmpty, rest.count <= maximumRequestBytes, watch == nil else {
+            finish(context)
+            return
+        }
+        if stopping {
+            append(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
             finish(context)
             return
         }
@@ -281,14 +291,28 @@ final class Connection: ChannelDuplexHandler {
         finish(context)
     }
 
-    /// Writes what is pending and closes the connection.
+    /// Closes the connection once every reply given so far is written, or after the grace
+    /// period if the client does not read them.
     private func finish(_ context: ChannelHandlerContext) {
         guard !closing else { return }
         closing = true
         watch?.cancel()
+        closeLater(context)
+        // Always a write, even an empty one: its promise completes only after the replies
+        // queued before it (by earlier flushes or by a task) are written.
+        let buffer = context.channel.allocator.buffer(string: pending)
+        pending.removeAll()
         let written = context.eventLoop.makePromise(of: Void.self)
-        flush(context, promise: written)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// Closes the connection after ``closingGrace``, whatever it is doing then.
+    private func closeLater(_ context: ChannelHandlerContext) {
+        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) {
+            context.close(promise: nil)
+        }
+        context.channel.closeFuture.whenComplete { _ in deadline.cancel() }
     }
 
     // MARK: Watch

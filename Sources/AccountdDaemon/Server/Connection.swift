@@ -32,6 +32,8 @@ final class Connection: ChannelDuplexHandler {
     /// request may still run once the daemon is stopping, before the connection is closed
     /// regardless (a client that does not read would otherwise hold it, and shutdown, open).
     static let closingGrace = TimeAmount.seconds(10)
+    /// The answer to each request read once the daemon is stopping.
+    static let shuttingDown = ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply
 
     private let peer: PeerCredentials
     private let activity: ConnectionActivity
@@ -165,7 +167,7 @@ final class Connection: ChannelDuplexHandler {
             }
             answered += 1
             if stopping {
-                append(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
+                append(Self.shuttingDown)
                 finish(context)
                 return
             }
@@ -270,7 +272,7 @@ final class Connection: ChannelDuplexHandler {
             return
         }
         if stopping {
-            append(ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply)
+            append(Self.shuttingDown)
             finish(context)
             return
         }

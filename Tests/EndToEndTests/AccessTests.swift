@@ -96,16 +96,8 @@ struct AccessTests {
             ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.accountd, "--data-root", dir.sub("data"), "--socket", socket,
              "--schema", bundle, "--config", config],
             logDirectory: logs, environment: ["PATH": "/usr/bin:/bin"]) }
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-            }
-        }
-        let ready = E2E.waitUntil(timeout: 60) {
-            guard process.isRunning, let client = try? RawClient(socket: socket) else { return false }
-            return (try? client.callOne("ping"))?.error == nil
-        }
+        defer { E2E.terminate(process) }
+        let ready = E2E.waitUntilServing(process, socket: socket)
         let log = { ["/setpriv.out", "/setpriv.err"].map { (try? String(contentsOfFile: logs + $0, encoding: .utf8)) ?? "" }.joined() }
         try #require(ready, "the daemon did not start: \(log())")
         #expect(Files.mode(socket) == 0o666)
@@ -133,8 +125,7 @@ struct AccessTests {
         #expect(accounts == ["byowner.sqlite", "byroot.sqlite", "bysupplementary.sqlite", "bygroup.sqlite", "byuser.sqlite"].sorted())
         #expect(log().contains("uid 5002"))
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        E2E.terminate(process)
         #expect(process.terminationStatus == 0)
     }
 }

@@ -243,37 +243,25 @@ import Testing
         #expect(try rebuiltRows == E2E.sql(account, query))
     }
 
-    /// Text with a CR LF line ending inside it must come back with its CR.
-    @Test func sqlExportKeepsCarriageReturnsBeforeNewlines() throws {
+    /// Text with a CR LF line ending inside it must come back with its CR, and text that is
+    /// not valid UTF-8 byte for byte, from the `sql` export.
+    @Test(arguments: [
+        ("'crlf' || char(13, 10) || 'end' || char(13, 10)", "text|63726C660D0A656E640D0A"),
+        ("CAST(X'61FF62' AS TEXT)", "text|61FF62"),
+    ])
+    func sqlExportKeepsTextBytesExactly(value: String, typeAndHex: String) throws {
         let dir = TestDirectory()
         let daemon = try Self.prepare(dir)
         let account = daemon.accountPath("alice")
-        try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (102, 'crlf' || char(13, 10) || 'end' || char(13, 10));")
-        let dump = dir.sub("dump.sql")
-        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
-        #expect(result.status == 0, "\(result.stderr)")
-        let rebuilt = dir.sub("new.db")
-        try E2E.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
-        let query = "SELECT typeof(v), hex(v) FROM anything WHERE k = 102;"
-        #expect(try E2E.sql(account, query) == "text|63726C660D0A656E640D0A")
-        let rebuiltRow = try E2E.sql(rebuilt, query)
-        #expect(rebuiltRow == "text|63726C660D0A656E640D0A")
-    }
-
-    /// Text that is not valid UTF-8 must come back byte for byte from the `sql` export.
-    @Test func sqlExportKeepsTextBytesThatAreNotUTF8() throws {
-        let dir = TestDirectory()
-        let daemon = try Self.prepare(dir)
-        let account = daemon.accountPath("alice")
-        try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (101, CAST(X'61FF62' AS TEXT));")
+        try E2E.sql(account, "INSERT INTO anything(k, v) VALUES (101, \(value));")
         let dump = dir.sub("dump.sql")
         let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
         #expect(result.status == 0, "\(result.stderr)")
         let rebuilt = dir.sub("new.db")
         try E2E.sqlite3(rebuilt, String(contentsOfFile: dump, encoding: .utf8))
         let query = "SELECT typeof(v), hex(v) FROM anything WHERE k = 101;"
-        #expect(try E2E.sql(account, query) == "text|61FF62")
+        #expect(try E2E.sql(account, query) == typeAndHex)
         let rebuiltRow = try E2E.sql(rebuilt, query)
-        #expect(rebuiltRow == "text|61FF62")
+        #expect(rebuiltRow == typeAndHex)
     }
 }

@@ -46,30 +46,32 @@ import Testing
     }
 
     static let rows = 300_000
-    static let v1 = "CREATE TABLE big (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL);"
-    /// Rebuilds the table the way SQLite documents it, and indexes it: slow on 300k rows.
-    static let v2 = """
-        CREATE TABLE big_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL, extra TEXT NOT NULL DEFAULT 'x');
-        INSERT INTO big_new (id, name, n) SELECT id, name, n FROM big ORDER BY name;
-        DROP TABLE big;
-        ALTER TABLE big_new RENAME TO big;
-        CREATE INDEX big_name ON big(name, n);
-        CREATE INDEX big_extra ON big(extra, name);
-        """
+    /// What must not change across the migration (``Hostile/itemChecksum``).
+    static let checksum = Hostile.itemChecksum
 
-    /// What must not change in `big` across the migration.
-    static let checksum = "SELECT count(*), sum(id), sum(n), sum(length(name)) FROM big;"
-
-    /// Account bob at version 1 with ``rows`` rows under `dir/data`, made offline, and the
-    /// v2 bundle whose rebuild is slow. Returns that bundle, bob's file and its ``checksum``.
+    /// Account bob at version 1 with ``rows`` items under `dir/data`, made offline, and the
+    /// bundle whose second step rebuilds the table (``Hostile/itemV2``): slow on 300k rows.
+    /// Returns that bundle, bob's file and its ``checksum``.
     static func prepareSlowMigration(in dir: borrowing TestDirectory) throws -> (bundle2: String, path: String, before: String) {
-        let bundle1 = try BundleFixture.write(at: dir.sub("v1"), steps: [v1])
-        let bundle2 = try BundleFixture.write(at: dir.sub("v2"), steps: [v1, v2])
+        let bundle1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Hostile.itemV1])
+        let bundle2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Hostile.itemV1, Hostile.itemV2])
         let dataRoot = dir.sub("data")
-        try E2E.createOffline("bob", dataRoot: dataRoot, bundle: bundle1)
+        try Hostile.makeItemAccount("bob", rows: rows, dataRoot: dataRoot, bundle: bundle1)
         let path = dataRoot + "/accounts/bob.sqlite"
-        try E2E.sql(path, E2E.insertRows("big", count: rows))
         return (bundle2, path, try E2E.sql(path, checksum))
+    }
+
+    /// Sends `Switch bob` (streaming progress), then `then`, and waits until another
+    /// connection's `Status bob` says it is migrating. Returns both connections.
+    static func switchUntilMigrating(_ daemon: DaemonProcess, then more: String = "") throws -> (switcher: RawClient, watcher: RawClient) {
+        let switcher = try daemon.client()
+        try switcher.send(#"{"method":"io.accountd.Switch","parameters":{"account":"bob"},"more":true}"# + "\n" + more)
+        let watcher = try daemon.client()
+        let migrating = E2E.waitUntil(timeout: 20, interval: 0.005) {
+            (try? watcher.callOne("status bob"))?.parameters["state"] == "migrating"
+        }
+        #expect(migrating, "status never showed the migration")
+        return (switcher, watcher)
     }
 
     @Test(arguments: [0.15, 0.6])
@@ -80,14 +82,8 @@ import Testing
         #expect(before.hasPrefix("\(Self.rows)|"))
 
         let daemon = try E2E.daemon(directory: dir.path, bundle: bundle2)
-        let switcher = try daemon.client()
         // A ping is pipelined behind the switch: it is left over when SIGTERM comes.
-        try switcher.send(#"{"method":"io.accountd.Switch","parameters":{"account":"bob"},"more":true}"# + "\nping\n")
-        let watcher = try daemon.client()
-        let migrating = E2E.waitUntil(timeout: 20, interval: 0.005) {
-            (try? watcher.callOne("status bob"))?.parameters["state"] == "migrating"
-        }
-        #expect(migrating, "status never showed the migration")
+        let (switcher, watcher) = try Self.switchUntilMigrating(daemon, then: "ping\n")
         let daemonStatus = try watcher.callOne("status")
         #expect(daemonStatus.parameters["state"] != "ready" || daemonStatus.parameters["active"] != "bob")
         Thread.sleep(forTimeInterval: extraDelay)
@@ -136,7 +132,7 @@ import Testing
         #expect(try E2E.sql(path, "PRAGMA integrity_check;") == "ok")
         #expect(try E2E.sql(path, checksum) == before)
         if version == 2 {
-            #expect(try E2E.sql(path, "SELECT count(*) FROM big WHERE extra = 'x';") == String(Self.rows))
+            #expect(try E2E.sql(path, "SELECT count(*) FROM item WHERE extra = 'x';") == String(Self.rows))
             #expect(try E2E.sql(path, "SELECT count(*) FROM accountd_migrations;") == "2")
         } else {
             #expect(try E2E.sql(path, "SELECT count(*) FROM accountd_migrations;") == "1")

@@ -227,16 +227,8 @@ import Testing
                  Repository.sampleBundle, "--config", dir.sub("none.yaml")],
                 logDirectory: dir.path)
         }
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-            }
-        }
-        let ready = E2E.waitUntil(timeout: 60) {
-            guard process.isRunning, let client = try? RawClient(socket: socket) else { return false }
-            return (try? client.callOne("ping"))?.error == nil
-        }
+        defer { E2E.terminate(process) }
+        let ready = E2E.waitUntilServing(process, socket: socket)
         try #require(ready, "the daemon did not start")
         let client = try Hostile.client(socket)
         #expect(try client.callOne("switch alice").error == nil)

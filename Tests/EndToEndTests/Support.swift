@@ -85,6 +85,22 @@ enum E2E {
         return try condition()
     }
 
+    /// Waits until a daemon started by hand (not through ``DaemonProcess``) answers a ping on
+    /// `socket`; false if it exits or `timeout` passes first.
+    static func waitUntilServing(_ process: Process, socket: String, timeout: TimeInterval = 60) -> Bool {
+        waitUntil(timeout: timeout) {
+            guard process.isRunning, let client = try? RawClient(socket: socket) else { return false }
+            return (try? client.callOne("ping"))?.error == nil
+        }
+    }
+
+    /// Stops a daemon started by hand: SIGTERM, then waits for it to exit.
+    static func terminate(_ process: Process) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
     /// Sends `signal` and waits up to `timeout` for the daemon to exit; returns its exit status,
     /// or nil (after a SIGKILL) when it did not exit in time.
     static func stop(_ daemon: DaemonProcess, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {

@@ -220,13 +220,7 @@ import Testing
         let daemon = try DaemonProcess(
             directory: dir.path, bundle: bundle2, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
         let pid = daemon.process.processIdentifier
-        let switcher = try daemon.client()
-        try switcher.send(#"{"method":"io.accountd.Switch","parameters":{"account":"bob"},"more":true}"# + "\n")
-        let watcher = try daemon.client()
-        let migrating = E2E.waitUntil(timeout: 20, interval: 0.005) {
-            (try? watcher.callOne("status bob"))?.parameters["state"] == "migrating"
-        }
-        #expect(migrating, "status never showed the migration")
+        let connections = try RestartTests.switchUntilMigrating(daemon)
         #expect(notify.wait(timeout: 5) { $0.contains { $0.assignments["STATUS"] == "migrating bob 1/1" } }, "\(notify.datagrams.map(\.text))")
         // The watchdog is fed while the migration runs: the self-ping does not wait for it.
         // (A migration longer than WatchdogSec must not get the daemon killed.)
@@ -239,7 +233,7 @@ import Testing
         let fed = E2E.waitUntil(timeout: 5) { kicksDuringMigration() >= 2 }
         #expect(fed, "\(kicksDuringMigration()) WATCHDOG=1 during the migration: \(notify.datagrams.map(\.text))")
 
-        let stopped = SystemdSupport.stop(daemon.process, timeout: 30)
+        let stopped = withExtendedLifetime(connections) { SystemdSupport.stop(daemon.process, timeout: 30) }
         #expect(stopped.status == 0, "exit \(stopped.status.map(String.init) ?? "none: still running after 30 s") \(daemon.log.suffix(2000))")
         #expect(stopped.seconds < 30)
         #expect(notify.wait(timeout: 2) { $0.contains { $0.assignments["STOPPING"] == "1" && $0.pid == pid } }, "no STOPPING=1")

@@ -82,6 +82,16 @@ public final class AccountStore: Sendable {
         }
     }
 
+    /// Runs `body` while holding the account, as ``open(_:create:progress:)``, ``restore(_:snapshot:)``
+    /// and ``verify(_:)`` do: for other work on the account's file (the daemon opens an
+    /// account's preference table this way, so that it never races a migration or a restore).
+    ///
+    /// - Throws: `accountBusy` when the account is not free within ``Options/lockTimeout``,
+    ///   or what `body` throws.
+    public func withAccount<T>(_ account: AccountName, _ body: () throws -> T) throws -> T {
+        try locks.withLock(account, timeout: options.lockTimeout, body)
+    }
+
     private func openLocked(_ account: AccountName, create: Bool, progress: ProgressHandler?) throws -> OpenOutcome {
         let started = ContinuousClock.now
         let path = root.accountPath(account)

@@ -103,15 +103,19 @@ extension Dispatcher {
     }
 
     /// Applies a change to an account's preferences. A switch or restore may close the table
-    /// between finding it and writing to it; the change is then retried on a fresh one.
+    /// between finding it and writing to it; the change is then retried on a fresh one, which
+    /// is opened only once that switch or restore is done. An account switched to without
+    /// pause may close it again, so retries go on for as long as any operation may wait for
+    /// an account (`accounts.lockTimeoutSeconds`).
     private func applyToAccount(_ account: AccountName, _ change: PreferenceDatabase.Change) async throws -> Bool {
-        for _ in 0..<5 {
+        let deadline = ContinuousClock.now + service.store.options.lockTimeout
+        repeat {
             do {
                 return try await accountDatabase(account).apply(change)
             } catch is PreferenceDatabase.Closed {
                 continue
             }
-        }
+        } while ContinuousClock.now < deadline
         throw AccountdError(.accountBusy, "account \(account) kept changing while its preference was being saved; retry", account: account.rawValue)
     }
 

@@ -87,6 +87,11 @@ final class PreferenceService: Sendable {
         }) {
             return open
         }
+        // Under the account's lock: a switch or restore of this account finishes first.
+        return try store.withAccount(account) { try openAccountDatabaseLocked(account, tick: tick) }
+    }
+
+    private func openAccountDatabaseLocked(_ account: AccountName, tick: UInt64) throws -> PreferenceDatabase {
         let status = store.status(account)
         switch status.state {
         case .missing:

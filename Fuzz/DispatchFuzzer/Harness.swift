@@ -3,6 +3,7 @@ import AccountdCore
 import AccountdProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// What stays from one input to the next: the temporary folder, the bundles, the daemon
 /// (rebuilt on a fresh data root when it holds too many accounts), the peer, and the
@@ -88,6 +89,26 @@ final class Harness {
         return transport.take()
     }
 
+    /// Handles a Set or Delete as a connection does, without a task, and returns the bytes
+    /// written; nil when the request needs a task (see ``Dispatcher/startChange(_:peer:done:)``).
+    func startChange(_ request: Request) -> [UInt8]? {
+        let committed = DispatchSemaphore(value: 0)
+        let answer = Mutex<Reply??>(nil)
+        let start = daemon.dispatcher.startChange(request, peer: peer) { reply in
+            answer.withLock { $0 = .some(reply) }
+            committed.signal()
+        }
+        switch start {
+        case .needsTask: return nil
+        case .replied(let reply): return Array(reply.encoded().utf8)
+        case .started:
+            committed.wait()
+            // Nil: a switch closed the table meanwhile, and the connection hands the request to a task.
+            guard let reply = answer.withLock({ $0 })! else { return handle(request) }
+            return Array(reply.encoded().utf8)
+        }
+    }
+
     /// Removes the temporary folder at the end of a run that found nothing.
     func removeEverything() {
         daemon.shutDown()
@@ -99,6 +120,8 @@ final class Harness {
 struct Statistics {
     var requests = 0
     var immediate = 0
+    /// Sets and Deletes handled as a connection does without a task.
+    var withoutTask = 0
     var decodeErrors = 0
     var replies: [String: Int] = [:]
     var rebuilds = 0
@@ -119,7 +142,7 @@ struct Statistics {
             return "\(name) \(entry.count) (\((milliseconds * 100).rounded() / 100) ms)"
         }.joined(separator: ", ")
         return """
-            dispatch: \(requests) requests (\(immediate) answered at once), \(decodeErrors) undecodable lines, \(rebuilds) data-root rebuilds
+            dispatch: \(requests) requests (\(immediate) answered at once, \(withoutTask) changes without a task), \(decodeErrors) undecodable lines, \(rebuilds) data-root rebuilds
             dispatch replies: \(names)
             dispatch methods (count, mean time): \(times)
             """

@@ -21,11 +21,20 @@ public final class PreferenceDatabase: Sendable {
     public enum Change: Sendable {
         case set(namespace: String, key: String, value: JSONValue)
         case delete(namespace: String, key: String)
+
+        /// The value set, or nil for a delete.
+        public var value: JSONValue? {
+            if case .set(_, _, let value) = self { value } else { nil }
+        }
     }
+
+    /// What a writer is told once its change is committed: for a delete, whether the key
+    /// existed; for a set, true. Or why it failed.
+    public typealias Completion = @Sendable (Result<Bool, any Error>) -> Void
 
     private struct Pending {
         var change: Change
-        var continuation: CheckedContinuation<Bool, any Error>
+        var done: Completion
     }
 
     private struct State {
@@ -38,6 +47,8 @@ public final class PreferenceDatabase: Sendable {
         /// for, and for how long.
         var activeWriters = 0
         var lastCommit: Duration = .zero
+        /// While the committing thread gathers: how many changes it waits for.
+        var gatheringFor = 0
     }
 
     /// The file this table lives in.
@@ -47,6 +58,8 @@ public final class PreferenceDatabase: Sendable {
     private let groupCommit: Bool
     private let state = Mutex(State())
     private let flusher: DispatchQueue
+    /// Wakes the committing thread once the changes it gathers for are queued.
+    private let gathered = NSCondition()
 
     /// Opens (creating if needed) the preference table `table` in the SQLite file at `path`.
     ///
@@ -104,17 +117,34 @@ public final class PreferenceDatabase: Sendable {
     ///   the change is then not applied. ``Closed`` when the database was closed first.
     public func apply(_ change: Change) async throws -> Bool {
         try await withCheckedThrowingContinuation { continuation in
-            let startDrain = state.withLock { state -> Bool in
-                if state.closed {
-                    continuation.resume(throwing: Closed())
-                    return false
-                }
-                state.queue.append(Pending(change: change, continuation: continuation))
-                if state.draining { return false }
+            apply(change) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Applies a change and calls `done` on the committing thread once it is durably
+    /// committed, or with the failure: ``Closed``, or ``AccountdError`` (`storage`).
+    ///
+    /// For callers that must not wait: the connection handlers use it to answer a Set
+    /// without a task of its own.
+    public func apply(_ change: Change, then done: @escaping Completion) {
+        enum Next { case closed, drain, wake, none }
+        let next = state.withLock { state -> Next in
+            if state.closed { return .closed }
+            state.queue.append(Pending(change: change, done: done))
+            if !state.draining {
                 state.draining = true
-                return true
+                return .drain
             }
-            if startDrain { flusher.async { self.drain() } }
+            return state.gatheringFor > 0 && state.queue.count >= state.gatheringFor ? .wake : .none
+        }
+        switch next {
+        case .closed: done(.failure(Closed()))
+        case .drain: flusher.async { self.drain() }
+        case .wake:
+            gathered.lock()
+            gathered.signal()
+            gathered.unlock()
+        case .none: break
         }
     }
 
@@ -150,15 +180,24 @@ public final class PreferenceDatabase: Sendable {
     /// at once would leave them to wait for a whole commit, and the writers would settle
     /// into two groups that take turns, each commit holding half of them. So, while fewer
     /// changes are queued than writers were active, this waits for them, for at most half
-    /// the last commit's time and never more than 1 ms. A lone writer never waits, and
-    /// nothing is acknowledged before its commit either way.
+    /// the last commit's time and never more than 1 ms; the writer that completes the count
+    /// wakes it at once. A lone writer never waits, and nothing is acknowledged before its
+    /// commit either way.
     private func gather() {
         let (expected, lastCommit) = state.withLock { ($0.activeWriters, $0.lastCommit) }
         guard expected > 1 else { return }
-        let deadline = ContinuousClock.now + min(lastCommit / 2, .milliseconds(1))
-        while state.withLock({ $0.queue.count }) < expected, ContinuousClock.now < deadline {
-            usleep(20)
+        let deadline = Date.now.addingTimeInterval(min(lastCommit / 2, .milliseconds(1)) / .seconds(1))
+        gathered.lock()
+        defer { gathered.unlock() }
+        // Checked and waited for under `gathered`, which the writer completing the count
+        // takes to signal: its signal cannot slip in between.
+        while state.withLock({ state in
+            state.gatheringFor = state.queue.count < expected ? expected : 0
+            return state.gatheringFor > 0
+        }) {
+            if !gathered.wait(until: deadline) { break }
         }
+        state.withLock { $0.gatheringFor = 0 }
     }
 
     private func commit(_ batch: [Pending]) {
@@ -182,7 +221,7 @@ public final class PreferenceDatabase: Sendable {
         } catch {
             let failure = AccountdError(
                 .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", file: path)
-            for pending in batch { pending.continuation.resume(throwing: failure) }
+            for pending in batch { pending.done(.failure(failure)) }
             return
         }
         state.withLock { state in
@@ -193,7 +232,7 @@ public final class PreferenceDatabase: Sendable {
                 }
             }
         }
-        for (pending, flag) in zip(batch, existed) { pending.continuation.resume(returning: flag) }
+        for (pending, flag) in zip(batch, existed) { pending.done(.success(flag)) }
     }
 
     /// Refuses new writes, waits for the queued ones to commit, then closes the connection

@@ -68,7 +68,6 @@ extension Dispatcher {
 
     /// Get, Set, Delete and Keys.
     func preferences(_ request: Request, writer: ReplyWriter) async throws {
-        let parameters = request.parameters
         let preferences = service.preferences
         let target = try preferenceTarget(request)
         let (namespace, scope, key, account) = (target.namespace, target.scope, target.key, target.account)
@@ -78,28 +77,84 @@ extension Dispatcher {
             let database = if let account { try await accountDatabase(account) } else { PreferenceDatabase?.none }
             try await writer.send(try read(request.method, target, accountDatabase: database))
         case .set, .delete:
-            var value: JSONValue?
-            if request.method == .set {
-                guard let given = parameters["value"] else {
-                    throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
-                }
-                value = given
-            }
-            let change: PreferenceDatabase.Change =
-                if let value { .set(namespace: namespace, key: key!, value: value) } else { .delete(namespace: namespace, key: key!) }
+            let change = try preferenceChange(request, target)
             let existed: Bool
             switch scope {
-            case .memory: existed = preferences.memorySet(namespace, key!, value)
+            case .memory: existed = preferences.memorySet(namespace, key!, change.value)
             case .device: existed = try await preferences.deviceDatabase.apply(change)
-            case .account:
-                existed = try await applyToAccount(account!, change)
+            case .account: existed = try await applyToAccount(account!, change)
             }
-            if value == nil && !existed { throw Self.keyNotFound(namespace, key!, account) }
-            preferences.publishChange(namespace, key!, scope: scope, account: account, value: value)
-            try await writer.send(Reply())
+            try await writer.send(try changed(target, change, existed: existed))
         default:
             preconditionFailure("not a preference method: \(request.method)")
         }
+    }
+
+    /// How ``startChange(_:peer:done:)`` went.
+    enum ChangeStart {
+        /// Answered already: a memory value, or an error.
+        case replied(Reply)
+        /// Committing; the reply comes through the callback.
+        case started
+        /// Needs a task: not a Set or Delete, or the account's table is not open.
+        case needsTask
+    }
+
+    /// Starts a Set or Delete without a task when its table is open, so that a write costs
+    /// the connection no task and no thread of its own while its commit is gathered.
+    ///
+    /// `done` is called on the committing thread with the reply once the change is durably
+    /// committed or has failed, or with nil when a switch or restore closed the account's
+    /// table first: the request must then be handled by ``handle(_:peer:writer:)``, which
+    /// waits for the switch and retries.
+    func startChange(_ request: Request, peer: PeerCredentials, done: @escaping @Sendable (Reply?) -> Void) -> ChangeStart {
+        guard request.method == .set || request.method == .delete else { return .needsTask }
+        do {
+            try admit(request, peer: peer)
+            let target = try preferenceTarget(request)
+            let change = try preferenceChange(request, target)
+            let database: PreferenceDatabase
+            switch target.scope {
+            case .memory:
+                let existed = service.preferences.memorySet(target.namespace, target.key!, change.value)
+                return .replied(try changed(target, change, existed: existed))
+            case .device:
+                database = try service.preferences.deviceDatabase
+            case .account:
+                guard let open = service.preferences.openAccountDatabase(target.account!) else { return .needsTask }
+                database = open
+            }
+            let method = request.method
+            database.apply(change) { result in
+                do {
+                    done(try changed(target, change, existed: result.get()))
+                } catch is PreferenceDatabase.Closed where target.scope == .account {
+                    done(nil)
+                } catch {
+                    done(ErrorMapping.reply(for: error, method: method, logger: logger))
+                }
+            }
+            return .started
+        } catch {
+            return .replied(ErrorMapping.reply(for: error, method: request.method, logger: logger))
+        }
+    }
+
+    /// The change a Set or Delete asks for.
+    private func preferenceChange(_ request: Request, _ target: PreferenceTarget) throws -> PreferenceDatabase.Change {
+        guard request.method == .set else { return .delete(namespace: target.namespace, key: target.key!) }
+        guard let value = request.parameters["value"] else {
+            throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
+        }
+        return .set(namespace: target.namespace, key: target.key!, value: value)
+    }
+
+    /// The reply to a Set or Delete that was applied, after telling watchers.
+    private func changed(_ target: PreferenceTarget, _ change: PreferenceDatabase.Change, existed: Bool) throws -> Reply {
+        let value = change.value
+        if value == nil && !existed { throw Self.keyNotFound(target.namespace, target.key!, target.account) }
+        service.preferences.publishChange(target.namespace, target.key!, scope: target.scope, account: target.account, value: value)
+        return Reply()
     }
 
     /// Applies a change to an account's preferences. A switch or restore may close the table

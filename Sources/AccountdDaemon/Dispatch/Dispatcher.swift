@@ -54,7 +54,7 @@ struct Dispatcher: Sendable {
     }
 
     /// Checks the peer's role and the request's streaming flag.
-    private func admit(_ request: Request, peer: PeerCredentials) throws {
+    func admit(_ request: Request, peer: PeerCredentials) throws {
         do {
             try policy.current.check(request.method, peer: peer)
         } catch {

@@ -1,6 +1,7 @@
 import AccountdProtocol
 import AccountdTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// The connection limits of docs/PROTOCOL.md, set through the environment: at most
@@ -211,6 +212,60 @@ import Testing
         #expect(floodPeak < rssBefore + 64 * 1024)
         #expect(try other.callOne("ping").error == nil)
         #expect(daemon.process.isRunning)
+    }
+
+    /// While a connection's Set waits for its commit, the connection reads at most 64 KiB of
+    /// the requests pipelined behind it, then stops reading; once the commit is done, it
+    /// answers them all, in order.
+    @Test func aConnectionWaitingForItsSetReadsOnlyALittleAhead() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let client = try Hostile.client(daemon.socket, timeout: 20)
+        #expect(try client.callOne("set switch warm 1").error == nil)
+        // Another process holds device.sqlite's write lock: the next Set's commit waits for it.
+        let holder = try DatabaseQueue(path: daemon.dataRoot + "/device.sqlite")
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? holder.inTransaction(.immediate) { _ in
+                locked.signal()
+                release.wait()
+                return .commit
+            }
+        }.start()
+        locked.wait()
+        try client.send("set switch beta {\"on\":true}\n")
+        let pings = [UInt8](String(repeating: "ping\n", count: 4096).utf8)
+        var sent = 0
+        var blocked = false
+        let until = Date().addingTimeInterval(5)
+        while !blocked, Date() < until {
+            let n = client.sendNonBlocking(pings)
+            guard n >= 0 else { break }
+            sent += n
+            if n == 0 {
+                // Full: give the daemon a moment to read on, if it still does.
+                Thread.sleep(forTimeInterval: 0.2)
+                let more = client.sendNonBlocking(pings)
+                blocked = more == 0
+                sent += max(more, 0)
+            }
+        }
+        print("LimitsTests read-ahead: \(sent) bytes of pings taken while a Set waited")
+        #expect(blocked, "the daemon went on reading (\(sent) bytes) while the Set waited")
+        // The socket's own buffer, the 64 KiB read ahead, and one read.
+        #expect(sent < 2 << 20, "\(sent) bytes were taken in")
+        release.signal()
+
+        #expect(try client.readReply().error == nil, "the waiting Set")
+        for index in 0..<(sent / 5) {
+            let line = try client.readLine()
+            guard line == #"{"parameters":{}}"# else {
+                Issue.record("reply \(index) to the pipelined pings: \(line ?? "end of stream")")
+                return
+            }
+        }
+        #expect(try client.callOne("get switch beta").parameters["value"] == ["on": true])
     }
 
     @Test func aPipeliningClientDoesNotStarveOthers() throws {

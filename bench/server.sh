@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-5}
 ONLY=${BENCH_ONLY:-1 2 3 4 5 6}   # which sections to run, e.g. BENCH_ONLY="1 2"
+REPEATS=${BENCH_REPEATS:-3}       # section 5: runs of each mode, whose median is reported
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 bash scripts/install-deps.sh redis-server bc >/dev/null
 swift build -c release >/dev/null
@@ -117,7 +118,7 @@ fi
 
 if want 5; then
 echo
-echo "== 5. Set at 32 clients: group commit against one transaction per Set"
+echo "== 5. Set at 32 clients: group commit against one transaction per Set (median of $REPEATS runs each, alternating)"
 gcc -O2 -shared -fPIC -o "$work/slowsync.so" bench/slowsync.c -ldl
 sets() {  # sets NAME REQUEST... : Sets/s and p50 of 32 clients on a new daemon NAME (config from $extra)
     local name=$1; shift
@@ -131,16 +132,28 @@ report() {  # report LABEL GROUPED SINGLE
         "$1" "$(echo "$2" | field rps)" "$(echo "$2" | field p50_ms)" "$(echo "$3" | field rps)" "$(echo "$3" | field p50_ms)" \
         "$(echo "$(echo "$2" | field rps) / $(echo "$3" | field rps)" | bc -l)"
 }
+median_of() {  # median_of OUTPUT...: the loadgen output whose rps is the median
+    printf '%s\n' "$@" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rps=/) { split($i, kv, "="); print kv[2], $0 } }' \
+        | sort -n | awk '{ lines[NR] = $0 } END { line = lines[int((NR + 1) / 2)]; sub(/^[^ ]* /, "", line); print line }'
+}
+measure() {  # measure TAG REQUEST...: group commit and one transaction per Set, alternately, REPEATS times each
+    local tag=$1; shift
+    local g=() s=() i
+    for i in $(seq "$REPEATS"); do
+        extra=""; g+=("$(sets "$tag-g$i" "$@")")
+        extra="preferences: { groupCommit: false }"; s+=("$(sets "$tag-s$i" "$@")")
+    done
+    grouped=$(median_of "${g[@]}"); single=$(median_of "${s[@]}")
+}
 compare() {  # compare TAG DISK: both workloads, each with and without group commit
-    local tag=$1 disk=$2 grouped single
+    local tag=$1 disk=$2
     # All 32 clients write to one file (the active account's preferences).
-    extra=""; grouped=$(sets "$tag-one-g" 'set user theme "dark"')
-    extra="preferences: { groupCommit: false }"; single=$(sets "$tag-one-s" 'set user theme "dark"')
+    measure "$tag-one" 'set user theme "dark"'
     report "$disk, 32 clients on one file (target >= 10x)" "$grouped" "$single"
+    one_file_single=$(echo "$single" | field rps)
     # Each client alternates between two files (the account's, then device.sqlite), so each
     # file's batches hold about half the clients.
-    extra=""; grouped=$(sets "$tag-two-g" 'set user theme "dark"' 'set switch beta {"on":true}')
-    extra="preferences: { groupCommit: false }"; single=$(sets "$tag-two-s" 'set user theme "dark"' 'set switch beta {"on":true}')
+    measure "$tag-two" 'set user theme "dark"' 'set switch beta {"on":true}'
     report "$disk, 32 clients alternating two files" "$grouped" "$single"
 }
 fsync_ms=$(python3 - "$work" <<'PY'
@@ -157,6 +170,10 @@ PY
 )
 echo "this disk: fdatasync of a 4 KiB overwrite, p50 ${fsync_ms} ms (the cost one transaction per Set pays every time)"
 compare fast "this disk"
+# For scale: the same 32 clients sending Ping, which does no work at all, on the same build.
+extra=""; ping=$(sets fast-ping ping)
+printf 'for scale, Ping at 32 clients: %.0f/s; 10x one transaction per Set would be %.0f Sets/s, %.0f%% of that\n' \
+    "$(echo "$ping" | field rps)" "$(echo "10 * $one_file_single" | bc -l)" "$(echo "1000 * $one_file_single / $(echo "$ping" | field rps)" | bc -l)"
 # The same on a simulated disk whose flush takes 2 ms (bench/slowsync.c).
 export LD_PRELOAD="$work/slowsync.so" SLOWSYNC_US=2000
 compare slow "2 ms flush"

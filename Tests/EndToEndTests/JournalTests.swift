@@ -32,7 +32,7 @@ struct JournalTests {
     /// sets it for `StandardError=journal`.
     static func startDaemon(in dir: borrowing TestDirectory, bundle: String = Repository.sampleBundle, environment: [String: String] = [:]) throws -> DaemonProcess {
         let log = dir.sub("accountd.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         var env = environment
         env["JOURNAL_STREAM"] = try SystemdSupport.journalStream(of: log)
         return try DaemonProcess(directory: dir.path, bundle: bundle, environment: env)
@@ -133,7 +133,7 @@ struct JournalTests {
         let dir = TestDirectory()
         let broken = try BundleFixture.write(at: dir.sub("broken"), steps: ["BEGIN;\nCREATE TABLE t (id INTEGER PRIMARY KEY);\nCOMMIT;\n"])
         let log = dir.sub("accountd.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         try Files.write("{}\n", to: dir.sub("none.yaml"))
         let process = try SystemdSupport.start(
             Binaries.accountd,
@@ -155,7 +155,7 @@ struct JournalTests {
         defer { journal.stop() }
         let dir = TestDirectory()
         let other = dir.sub("elsewhere.log")
-        FileManager.default.createFile(atPath: other, contents: nil)
+        _ = FileManager.default.createFile(atPath: other, contents: nil)
         let daemon = try DaemonProcess(directory: dir.path, environment: ["JOURNAL_STREAM": try SystemdSupport.journalStream(of: other)])
         #expect(try daemon.client().callOne("switch alice").error == nil)
         #expect(E2E.waitUntil(timeout: 5) { daemon.log.contains("account alice created") }, "\(daemon.log)")

@@ -61,7 +61,7 @@ import Testing
     }
 
     static let values: [JSONValue] = [
-        .int(Int64.max), .int(Int64.min), .int(0), .double(0.1), .double(-1e300), .double(1.0), .double(5e-324),
+        .int(Int64.max), .int(Int64.min), .int(0), .double(0.1), .double(-1e300), .double(1.0), .double(.leastNonzeroMagnitude),
         "unicode: héllo 世界 🎉 \u{1F468}\u{200D}\u{1F469}", "quotes \" and \\ and \n newlines \t tabs \u{0001}", "", .null, true,
         ["nested": ["deep": [1, 2.5, "three", nil, ["four": false]]], "empty": [:], "list": []],
     ]

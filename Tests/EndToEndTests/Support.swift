@@ -104,7 +104,11 @@ enum E2E {
     /// Sends `signal` and waits up to `timeout` for the daemon to exit; returns its exit status,
     /// or nil (after a SIGKILL) when it did not exit in time.
     static func stop(_ daemon: DaemonProcess, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {
-        let process = daemon.process
+        stop(daemon.process, signal: signal, timeout: timeout)
+    }
+
+    /// ``stop(_:signal:timeout:)`` for a daemon started by hand.
+    static func stop(_ process: Process, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {
         guard process.isRunning else { return process.terminationStatus }
         kill(process.processIdentifier, signal)
         if waitUntil(timeout: timeout, { !process.isRunning }) {

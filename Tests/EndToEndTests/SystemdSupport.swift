@@ -373,15 +373,8 @@ enum SystemdSupport {
     /// took, or nil status (after SIGKILL) when it did not exit in time.
     static func stop(_ process: Process, signal: Int32 = SIGTERM, timeout: TimeInterval) -> (status: Int32?, seconds: TimeInterval) {
         let start = Date()
-        guard process.isRunning else { return (process.terminationStatus, 0) }
-        kill(process.processIdentifier, signal)
-        if E2E.waitUntil(timeout: timeout, { !process.isRunning }) {
-            process.waitUntilExit()
-            return (process.terminationStatus, Date().timeIntervalSince(start))
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return (nil, Date().timeIntervalSince(start))
+        let status = E2E.stop(process, signal: signal, timeout: timeout)
+        return (status, Date().timeIntervalSince(start))
     }
 
     /// Connects a stream socket to `path` and closes it again: 0, or the errno of `connect`.

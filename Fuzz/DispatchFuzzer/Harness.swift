@@ -93,9 +93,9 @@ final class Harness {
     /// written; nil when the request needs a task (see ``Dispatcher/startChange(_:peer:done:)``).
     func startChange(_ request: Request) -> [UInt8]? {
         let committed = DispatchSemaphore(value: 0)
-        let answer = Mutex<Reply??>(nil)
-        let start = daemon.dispatcher.startChange(request, peer: peer) { reply in
-            answer.withLock { $0 = .some(reply) }
+        let ending = Mutex<Dispatcher.ChangeEnd?>(nil)
+        let start = daemon.dispatcher.startChange(request, peer: peer) { end in
+            ending.withLock { $0 = end }
             committed.signal()
         }
         switch start {
@@ -103,9 +103,11 @@ final class Harness {
         case .replied(let reply): return Array(reply.encoded().utf8)
         case .started:
             committed.wait()
-            // Nil: a switch closed the table meanwhile, and the connection hands the request to a task.
-            guard let reply = answer.withLock({ $0 })! else { return handle(request) }
-            return Array(reply.encoded().utf8)
+            switch ending.withLock({ $0 })! {
+            case .answered(let reply): return Array(reply.encoded().utf8)
+            // A switch closed the table meanwhile: the connection hands the request to a task.
+            case .retry(let retry): return handle(retry)
+            }
         }
     }
 

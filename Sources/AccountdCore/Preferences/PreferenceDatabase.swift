@@ -58,8 +58,9 @@ public final class PreferenceDatabase: Sendable {
     private let groupCommit: Bool
     private let state = Mutex(State())
     private let flusher: DispatchQueue
-    /// Wakes the committing thread once the changes it gathers for are queued.
-    private let gathered = NSCondition()
+    /// Wakes the committing thread once the changes it gathers for are queued. (A semaphore,
+    /// whose timeout is on the monotonic clock: a wall clock set back cannot stretch a gather.)
+    private let gathered = DispatchSemaphore(value: 0)
 
     /// Opens (creating if needed) the preference table `table` in the SQLite file at `path`.
     ///
@@ -135,15 +136,14 @@ public final class PreferenceDatabase: Sendable {
                 state.draining = true
                 return .drain
             }
-            return state.gatheringFor > 0 && state.queue.count >= state.gatheringFor ? .wake : .none
+            guard state.gatheringFor > 0, state.queue.count >= state.gatheringFor else { return .none }
+            state.gatheringFor = 0  // one signal per gather
+            return .wake
         }
         switch next {
         case .closed: done(.failure(Closed()))
         case .drain: flusher.async { self.drain() }
-        case .wake:
-            gathered.lock()
-            gathered.signal()
-            gathered.unlock()
+        case .wake: gathered.signal()
         case .none: break
         }
     }
@@ -186,17 +186,17 @@ public final class PreferenceDatabase: Sendable {
     private func gather() {
         let (expected, lastCommit) = state.withLock { ($0.activeWriters, $0.lastCommit) }
         guard expected > 1 else { return }
-        let deadline = Date.now.addingTimeInterval(min(lastCommit / 2, .milliseconds(1)) / .seconds(1))
-        gathered.lock()
-        defer { gathered.unlock() }
-        // Checked and waited for under `gathered`, which the writer completing the count
-        // takes to signal: its signal cannot slip in between.
-        while state.withLock({ state in
-            state.gatheringFor = state.queue.count < expected ? expected : 0
-            return state.gatheringFor > 0
-        }) {
-            if !gathered.wait(until: deadline) { break }
+        let wait = min(lastCommit / 2, .milliseconds(1)).components
+        let deadline = DispatchTime.now() + .nanoseconds(Int(wait.seconds) * 1_000_000_000 + Int(wait.attoseconds / 1_000_000_000))
+        // A signal left over from the last gather (its writer came just as that one gave up) is stale.
+        while gathered.wait(timeout: .now()) == .success {}
+        let waiting = state.withLock { state in
+            guard state.queue.count < expected else { return false }
+            state.gatheringFor = expected
+            return true
         }
+        guard waiting else { return }
+        _ = gathered.wait(timeout: deadline)
         state.withLock { $0.gatheringFor = 0 }
     }
 

@@ -100,14 +100,22 @@ extension Dispatcher {
         case needsTask
     }
 
+    /// How a change started by ``startChange(_:peer:done:)`` ended.
+    enum ChangeEnd: Sendable {
+        /// Committed, or failed: the reply.
+        case answered(Reply)
+        /// A switch or restore closed the account's table first: handle this request (the
+        /// original, naming the account it was meant for) with ``handle(_:peer:writer:)``,
+        /// which waits for that switch or restore and retries.
+        case retry(Request)
+    }
+
     /// Starts a Set or Delete without a task when its table is open, so that a write costs
     /// the connection no task and no thread of its own while its commit is gathered.
     ///
-    /// `done` is called on the committing thread with the reply once the change is durably
-    /// committed or has failed, or with nil when a switch or restore closed the account's
-    /// table first: the request must then be handled by ``handle(_:peer:writer:)``, which
-    /// waits for the switch and retries.
-    func startChange(_ request: Request, peer: PeerCredentials, done: @escaping @Sendable (Reply?) -> Void) -> ChangeStart {
+    /// `done` is called on the committing thread once the change is durably committed or has
+    /// failed, or when a switch or restore closed the account's table first (see ``ChangeEnd``).
+    func startChange(_ request: Request, peer: PeerCredentials, done: @escaping @Sendable (ChangeEnd) -> Void) -> ChangeStart {
         guard request.method == .set || request.method == .delete else { return .needsTask }
         do {
             try admit(request, peer: peer)
@@ -124,14 +132,18 @@ extension Dispatcher {
                 guard let open = service.preferences.openAccountDatabase(target.account!) else { return .needsTask }
                 database = open
             }
-            let method = request.method
             database.apply(change) { result in
                 do {
-                    done(try changed(target, change, existed: result.get()))
+                    done(.answered(try changed(target, change, existed: result.get())))
                 } catch is PreferenceDatabase.Closed where target.scope == .account {
-                    done(nil)
+                    // The retry is for this account, even if another is active by then.
+                    var retry = request
+                    if retry.parameters["account"] == nil {
+                        retry.parameters.pairs.append(("account", .string(target.account!.rawValue)))
+                    }
+                    done(.retry(retry))
                 } catch {
-                    done(ErrorMapping.reply(for: error, method: method, logger: logger))
+                    done(.answered(ErrorMapping.reply(for: error, method: request.method, logger: logger)))
                 }
             }
             return .started

@@ -52,11 +52,12 @@ final class Connection: ChannelDuplexHandler {
     /// Replies not yet written.
     private var pending = ""
     private var flushScheduled = false
-    /// A request is being handled by a task; nothing else is read or answered until it ends.
+    /// A request is in progress (in a task, or a change waiting for its commit); nothing else
+    /// is answered, and at most ``readAheadBytes`` more are read, until it ends.
     private var busy = false
     /// This connection used its turn; it carries on in a task queued behind the others.
     private var yielded = false
-    /// A read was held back while busy or yielded.
+    /// A read was held back (see ``read(context:)``).
     private var readHeld = false
     private var inputClosed = false
     private var stopping = false
@@ -97,11 +98,15 @@ final class Connection: ChannelDuplexHandler {
     /// Holds reads back while the connection gave up its turn or the client is not reading
     /// its replies, and while a request is in progress once ``readAheadBytes`` wait unanswered.
     func read(context: ChannelHandlerContext) {
-        if yielded || closing || !context.channel.isWritable || (busy && framer.bufferedCount >= Self.readAheadBytes) {
+        guard mayRead(context) else {
             readHeld = true
             return
         }
         context.read()
+    }
+
+    private func mayRead(_ context: ChannelHandlerContext) -> Bool {
+        !yielded && !closing && context.channel.isWritable && !(busy && framer.bufferedCount >= Self.readAheadBytes)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -213,12 +218,15 @@ final class Connection: ChannelDuplexHandler {
     /// for the commit's callback. False when the request needs a task.
     private func startChange(_ request: Request, _ context: ChannelHandlerContext) -> Bool {
         let loop = context.eventLoop
-        let committed = NIOLoopBound({ [self] (reply: Reply?) in
+        let committed = NIOLoopBound({ [self] (end: Dispatcher.ChangeEnd) in
             activity.end()
             busy = false
-            guard let reply else {
+            let reply: Reply
+            switch end {
+            case .answered(let answer): reply = answer
+            case .retry(let retry):
                 // A switch or restore closed the account's table: a task waits for it and retries.
-                startTask(request, context)
+                startTask(retry, context)
                 return
             }
             append(reply)
@@ -226,7 +234,7 @@ final class Connection: ChannelDuplexHandler {
             scheduleFlush(context)
             releaseHeldRead(context)
         }, eventLoop: loop)
-        switch dispatcher.startChange(request, peer: peer, done: { reply in loop.execute { committed.value(reply) } }) {
+        switch dispatcher.startChange(request, peer: peer, done: { end in loop.execute { committed.value(end) } }) {
         case .needsTask:
             return false
         case .replied(let reply):
@@ -283,7 +291,7 @@ final class Connection: ChannelDuplexHandler {
     }
 
     private func releaseHeldRead(_ context: ChannelHandlerContext) {
-        guard readHeld, !busy, !yielded, !closing, context.channel.isWritable else { return }
+        guard readHeld, mayRead(context) else { return }
         readHeld = false
         context.read()
     }

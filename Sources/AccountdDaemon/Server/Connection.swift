@@ -138,9 +138,7 @@ final class Connection: ChannelDuplexHandler {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
-            serve(context)
-            scheduleFlush(context)
-            releaseHeldRead(context)
+            carryOn(context)
         }
         context.fireChannelWritabilityChanged()
     }
@@ -230,9 +228,7 @@ final class Connection: ChannelDuplexHandler {
                 return
             }
             append(reply)
-            serve(context)
-            scheduleFlush(context)
-            releaseHeldRead(context)
+            carryOn(context)
         }, eventLoop: loop)
         switch dispatcher.startChange(request, peer: peer, done: { end in loop.execute { committed.value(end) } }) {
         case .needsTask:
@@ -262,9 +258,7 @@ final class Connection: ChannelDuplexHandler {
             if let after {
                 after()
             } else {
-                serve(context)
-                scheduleFlush(context)
-                releaseHeldRead(context)
+                carryOn(context)
             }
         }, eventLoop: loop)
         Task(executorPreference: executor) {
@@ -284,10 +278,15 @@ final class Connection: ChannelDuplexHandler {
         flush(context)
         context.eventLoop.assumeIsolated().execute { [self] in
             yielded = false
-            serve(context)
-            scheduleFlush(context)
-            releaseHeldRead(context)
+            carryOn(context)
         }
+    }
+
+    /// Goes on once the connection may again: answers the lines waiting, writes, and reads.
+    private func carryOn(_ context: ChannelHandlerContext) {
+        serve(context)
+        scheduleFlush(context)
+        releaseHeldRead(context)
     }
 
     private func releaseHeldRead(_ context: ChannelHandlerContext) {
@@ -405,14 +404,11 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    private func flush(_ context: ChannelHandlerContext, promise: EventLoopPromise<Void>? = nil) {
-        guard !pending.isEmpty, context.channel.isActive else {
-            promise?.succeed()
-            return
-        }
+    private func flush(_ context: ChannelHandlerContext) {
+        guard !pending.isEmpty, context.channel.isActive else { return }
         let buffer = context.channel.allocator.buffer(string: pending)
         // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
         pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 }

@@ -96,7 +96,7 @@ struct AccessTests {
             ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.accountd, "--data-root", dir.sub("data"), "--socket", socket,
              "--schema", bundle, "--config", config],
             logDirectory: logs, environment: ["PATH": "/usr/bin:/bin"]) }
-        defer { E2E.terminate(process) }
+        defer { E2E.stop(process) }
         let ready = E2E.waitUntilServing(process, socket: socket)
         let log = { ["/setpriv.out", "/setpriv.err"].map { (try? String(contentsOfFile: logs + $0, encoding: .utf8)) ?? "" }.joined() }
         try #require(ready, "the daemon did not start: \(log())")
@@ -125,7 +125,7 @@ struct AccessTests {
         #expect(accounts == ["byowner.sqlite", "byroot.sqlite", "bysupplementary.sqlite", "bygroup.sqlite", "byuser.sqlite"].sorted())
         #expect(log().contains("uid 5002"))
 
-        E2E.terminate(process)
+        E2E.stop(process)
         #expect(process.terminationStatus == 0)
     }
 }

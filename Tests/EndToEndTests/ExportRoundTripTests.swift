@@ -204,7 +204,7 @@ import Testing
         #expect(anything[7] == ["$base64": "3q2+7w=="])
         #expect(anything[8] == .null)
         #expect(anything[9] == .double(Double.greatestFiniteMagnitude))
-        #expect(anything[10] == .double(5e-324))
+        #expect(anything[10] == .double(.leastNonzeroMagnitude))
         #expect(anything[13] == .double(0.30000000000000004))
         #expect(anything[14] == .int(0))
         #expect(anything[16] == .string(""))

@@ -5,6 +5,28 @@ import Testing
 
 /// Helpers for the hostile-conditions tests (stream fuzz, limits, faults, security).
 enum Hostile {
+    /// Sends pipelined pings without reading any reply, for up to `seconds`, until the daemon
+    /// stops taking them: the socket is full, and still full 0.2 s later. Returns the bytes
+    /// it took, and whether it stopped.
+    static func floodWithPings(_ client: RawClient, seconds: TimeInterval = 5) -> (sent: Int, blocked: Bool) {
+        let pings = [UInt8](String(repeating: "ping\n", count: 4096).utf8)
+        var sent = 0
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            let n = client.sendNonBlocking(pings)
+            guard n >= 0 else { break }
+            sent += n
+            if n == 0 {
+                // Full: give the daemon a moment to read on, if it still does.
+                Thread.sleep(forTimeInterval: 0.2)
+                let more = client.sendNonBlocking(pings)
+                guard more != 0 else { return (sent, true) }
+                sent += max(more, 0)
+            }
+        }
+        return (sent, false)
+    }
+
     // MARK: - Randomness
 
     /// The shared seeded generator.

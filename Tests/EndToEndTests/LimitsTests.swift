@@ -189,26 +189,10 @@ import Testing
         // 2. Thousands of pipelined pings from a client that never reads: the daemon stops
         // reading from it (its sends would block) instead of buffering replies without end.
         let flooder = try Hostile.client(daemon.socket)
-        let ping = [UInt8](String(repeating: "ping\n", count: 4096).utf8)
-        var sent = 0
-        var blockedAt: Int?
-        let floodUntil = Date().addingTimeInterval(5)
-        while Date() < floodUntil {
-            let n = flooder.sendNonBlocking(ping)
-            if n < 0 { break }
-            sent += n
-            if n == 0 {
-                // Full: give the daemon a moment, then see whether it still drains.
-                Thread.sleep(forTimeInterval: 0.2)
-                if flooder.sendNonBlocking(ping) == 0 {
-                    blockedAt = sent
-                    break
-                }
-            }
-        }
+        let (sent, blocked) = Hostile.floodWithPings(flooder)
         let floodPeak = Hostile.rssKiB(pid) ?? 0
         print("LimitsTests flood: \(sent / 5) pings sent before the daemon stopped reading; RSS \(floodPeak / 1024) MiB")
-        #expect(blockedAt != nil, "the daemon kept reading \(sent) bytes of pings that nobody reads the replies of")
+        #expect(blocked, "the daemon kept reading \(sent) bytes of pings that nobody reads the replies of")
         #expect(floodPeak < rssBefore + 64 * 1024)
         #expect(try other.callOne("ping").error == nil)
         #expect(daemon.process.isRunning)
@@ -235,22 +219,7 @@ import Testing
         }.start()
         locked.wait()
         try client.send("set switch beta {\"on\":true}\n")
-        let pings = [UInt8](String(repeating: "ping\n", count: 4096).utf8)
-        var sent = 0
-        var blocked = false
-        let until = Date().addingTimeInterval(5)
-        while !blocked, Date() < until {
-            let n = client.sendNonBlocking(pings)
-            guard n >= 0 else { break }
-            sent += n
-            if n == 0 {
-                // Full: give the daemon a moment to read on, if it still does.
-                Thread.sleep(forTimeInterval: 0.2)
-                let more = client.sendNonBlocking(pings)
-                blocked = more == 0
-                sent += max(more, 0)
-            }
-        }
+        let (sent, blocked) = Hostile.floodWithPings(client)
         print("LimitsTests read-ahead: \(sent) bytes of pings taken while a Set waited")
         #expect(blocked, "the daemon went on reading (\(sent) bytes) while the Set waited")
         // The socket's own buffer, the 64 KiB read ahead, and one read.

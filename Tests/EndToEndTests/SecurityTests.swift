@@ -227,7 +227,7 @@ import Testing
                  Repository.sampleBundle, "--config", dir.sub("none.yaml")],
                 logDirectory: dir.path)
         }
-        defer { E2E.terminate(process) }
+        defer { E2E.stop(process) }
         let ready = E2E.waitUntilServing(process, socket: socket)
         try #require(ready, "the daemon did not start")
         let client = try Hostile.client(socket)

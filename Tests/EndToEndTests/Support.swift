@@ -94,13 +94,6 @@ enum E2E {
         }
     }
 
-    /// Stops a daemon started by hand: SIGTERM, then waits for it to exit.
-    static func terminate(_ process: Process) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-    }
-
     /// Sends `signal` and waits up to `timeout` for the daemon to exit; returns its exit status,
     /// or nil (after a SIGKILL) when it did not exit in time.
     static func stop(_ daemon: DaemonProcess, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {
@@ -108,6 +101,7 @@ enum E2E {
     }
 
     /// ``stop(_:signal:timeout:)`` for a daemon started by hand.
+    @discardableResult
     static func stop(_ process: Process, signal: Int32 = SIGTERM, timeout: TimeInterval = 60) -> Int32? {
         guard process.isRunning else { return process.terminationStatus }
         kill(process.processIdentifier, signal)

@@ -48,19 +48,6 @@ public struct Exporter: Sendable {
         try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "export"))
     }
 
-    /// The tables to export, in schema order, and whether each is virtual.
-    private func tables(_ db: Database) throws -> [(name: String, sql: String, isVirtual: Bool)] {
-        let rows = try Row.fetchAll(
-            db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid")
-        let all = rows.map { row -> (String, String, Bool) in
-            let sql: String = row["sql"] ?? ""
-            return (row["name"], sql, sql.range(of: "CREATE VIRTUAL TABLE", options: [.caseInsensitive, .anchored]) != nil)
-        }
-        // Shadow tables of virtual tables are rebuilt by their module.
-        let virtualNames = all.filter(\.2).map(\.0)
-        return all.filter { table in !virtualNames.contains { table.0 != $0 && table.0.hasPrefix($0 + "_") } }
-    }
-
     private func exportJSONLines(to sink: inout some ExportSink) throws -> ExportSummary {
         var summary = ExportSummary(format: .jsonl)
         let queue = try open()
@@ -68,7 +55,10 @@ public struct Exporter: Sendable {
         try queue.read { db in
             var buffer: [UInt8] = []
             buffer.reserveCapacity(1 << 16)
-            for table in try tables(db) {
+            // Virtual tables are skipped and their shadow tables exported like any other:
+            // the shadow tables hold what the virtual table shows, so every stored row
+            // comes out exactly once (docs/PROTOCOL.md, "Export").
+            for table in try ExportTable.all(db) where !table.isVirtual {
                 let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name.quotedDatabaseIdentifier)")
                 let writer = JSONRowWriter(table: table.name, columns: statement.columnNames)
                 let handle = statement.sqliteStatement
@@ -94,55 +84,7 @@ public struct Exporter: Sendable {
         var summary = ExportSummary(format: .sql)
         let queue = try open()
         defer { try? queue.close() }
-        try queue.read { db in
-            var text = "PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n"
-            func statement(_ sql: String) throws {
-                text += sql
-                text += ";\n"
-                summary.statements += 1
-                if text.utf8.count >= 1 << 16 {
-                    try sink.sql(text)
-                    text = ""
-                }
-            }
-            for table in try tables(db) {
-                try statement(table.sql)
-                let columns = try Row.fetchAll(db, sql: "SELECT name, hidden FROM pragma_table_xinfo(?)", arguments: [table.name])
-                    .filter { ($0["hidden"] as Int) == 0 }.map { $0["name"] as String }
-                let list = columns.map(\.quotedDatabaseIdentifier).joined(separator: ",")
-                let insert = "INSERT INTO \(table.name.quotedDatabaseIdentifier)(\(list)) VALUES("
-                let select = try db.makeStatement(sql: "SELECT \(list) FROM \(table.name.quotedDatabaseIdentifier)")
-                let handle = select.sqliteStatement
-                while sqlite3_step(handle) == SQLITE_ROW {
-                    var line = insert
-                    for index in 0..<Int32(columns.count) {
-                        if index > 0 { line += "," }
-                        SQLLiteral.append(handle, column: index, to: &line)
-                    }
-                    line += ")"
-                    try statement(line)
-                }
-                sqlite3_reset(handle)
-            }
-            if try db.tableExists("sqlite_sequence") {
-                try statement("DELETE FROM sqlite_sequence")
-                for row in try Row.fetchAll(db, sql: "SELECT name, seq FROM sqlite_sequence") {
-                    try statement("INSERT INTO sqlite_sequence(name,seq) VALUES(\((row["name"] as String).quotedSQLString),\(row["seq"] as Int64))")
-                }
-            }
-            for row in try Row.fetchAll(
-                db,
-                sql: "SELECT sql FROM sqlite_master WHERE type IN ('index', 'view', 'trigger') AND sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY CASE type WHEN 'index' THEN 0 WHEN 'view' THEN 1 ELSE 2 END, rowid")
-            {
-                try statement(row["sql"])
-            }
-            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-            let applicationID = try Int.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-            try statement("PRAGMA user_version=\(version)")
-            try statement("PRAGMA application_id=\(applicationID)")
-            try statement("COMMIT")
-            try sink.sql(text)
-        }
+        try queue.read { db in summary.statements = try SQLDump.write(db, to: &sink) }
         return summary
     }
 
@@ -167,60 +109,5 @@ public struct Exporter: Sendable {
         }
         summary.sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
         return summary
-    }
-}
-
-/// SQL literals for the `sql` export, exact for every SQLite type.
-enum SQLLiteral {
-    static func append(_ statement: OpaquePointer, column: Int32, to out: inout String) {
-        switch sqlite3_column_type(statement, column) {
-        case SQLITE_INTEGER:
-            out += String(sqlite3_column_int64(statement, column))
-        case SQLITE_FLOAT:
-            let value = sqlite3_column_double(statement, column)
-            // Swift's shortest round-trip form reads back as the same REAL; "1.0" stays REAL.
-            out += value.isFinite ? String(value) : (value > 0 ? "9e999" : "-9e999")
-        case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(statement, column))
-            let bytes = sqlite3_column_text(statement, column).map { UnsafeBufferPointer(start: $0, count: count) }
-                ?? UnsafeBufferPointer(start: nil, count: 0)
-            // The sqlite3 shell reads a dump line by line: a NUL, a carriage return or invalid
-            // UTF-8 would not survive a plain literal, so such text goes out as exact bytes.
-            if let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0), !bytes.contains(0x0D) {
-                out += text.quotedSQLString
-            } else {
-                out += "CAST(X'"
-                appendHex(UnsafeRawBufferPointer(bytes), to: &out)
-                out += "' AS TEXT)"
-            }
-        case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(statement, column))
-            out += "X'"
-            if let blob = sqlite3_column_blob(statement, column), count > 0 {
-                appendHex(UnsafeRawBufferPointer(start: blob, count: count), to: &out)
-            }
-            out += "'"
-        default:
-            out += "NULL"
-        }
-    }
-
-    private static func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout String) {
-        out.reserveCapacity(out.utf8.count + bytes.count * 2 + 1)
-        for byte in bytes {
-            out.unicodeScalars.append(hexDigit(byte >> 4))
-            out.unicodeScalars.append(hexDigit(byte & 0xF))
-        }
-    }
-
-    private static func hexDigit(_ value: UInt8) -> Unicode.Scalar {
-        Unicode.Scalar(value < 10 ? 0x30 + value : 0x61 + value - 10)
-    }
-}
-
-extension String {
-    /// The string as a SQL string literal: `'it''s'`.
-    var quotedSQLString: String {
-        "'" + replacingOccurrences(of: "'", with: "''") + "'"
     }
 }

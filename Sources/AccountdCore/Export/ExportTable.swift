@@ -1,0 +1,30 @@
+import GRDB
+
+/// A table of an account file as the exports see it.
+///
+/// A virtual table has no storage of its own: what it shows lives in its shadow
+/// tables (`notes_fts_data`, `places_node`, ...), which are ordinary tables in the
+/// file, or outside the file altogether. So every export reads rows from the
+/// ordinary tables, shadow tables included, and treats a virtual table as schema only.
+struct ExportTable {
+    /// The table's name.
+    var name: String
+    /// Its `CREATE` statement as SQLite keeps it in `sqlite_schema`.
+    var sql: String
+    /// A virtual table (`rootpage` 0): schema only, its data is in its shadow tables.
+    var isVirtual: Bool
+
+    /// The tables of the main schema in schema order, leaving out SQLite's own
+    /// `sqlite_%` tables (the `sql` export writes `sqlite_sequence` by itself).
+    static func all(_ db: Database) throws -> [ExportTable] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, sql, rootpage FROM sqlite_schema
+                WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid
+                """
+        ).map { row in
+            ExportTable(name: row["name"], sql: row["sql"] ?? "", isVirtual: (row["rootpage"] as Int? ?? 0) == 0)
+        }
+    }
+}

@@ -4,8 +4,9 @@ import GRDB
 ///
 /// A virtual table has no storage of its own: what it shows lives in its shadow
 /// tables (`notes_fts_data`, `places_node`, ...), which are ordinary tables in the
-/// file, or outside the file altogether. So every export reads rows from the
-/// ordinary tables, shadow tables included, and treats a virtual table as schema only.
+/// file, or outside the file altogether. So the `jsonl` and `sql` exports read rows
+/// from the ordinary tables, shadow tables included, and treat a virtual table as
+/// schema only.
 struct ExportTable {
     /// The table's name.
     var name: String

@@ -33,10 +33,11 @@ extension AccountStore {
             checked.withLock { $0[account] = nil }
             var outcome = RemoveOutcome(account: account, purged: purge, snapshot: nil, snapshotsErased: 0)
             if !purge {
+                let readable = (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil
                 outcome.snapshot =
-                    (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil
-                    ? try snapshots.take(account, source: path, reason: "before-remove")
-                    : try snapshots.takeRaw(account, source: path, reason: "before-remove-unreadable")
+                    try readable
+                    ? snapshots.take(account, source: path, reason: "before-remove")
+                    : snapshots.takeRaw(account, source: path, reason: "before-remove-unreadable")
             }
             try FileSystem.removeWithCompanions(path)
             if purge {

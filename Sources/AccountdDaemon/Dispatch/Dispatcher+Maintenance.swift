@@ -39,7 +39,8 @@ extension Dispatcher {
     /// `Snapshot {account, label?}`: the snapshot taken, with the keys of one `Snapshots` entry.
     func snapshot(_ parameters: Parameters, writer: ReplyWriter) async throws {
         let account = try parameters.requiredAccount()
-        let label = try parameters.string("label").map { raw throws(ProtocolError) in try SnapshotLabel(raw) } ?? .manual
+        var label = SnapshotLabel.manual
+        if let raw = try parameters.string("label") { label = try SnapshotLabel(raw) }
         let taken = try await service.snapshot(account, label: label)
         try await writer.send(Reply(parameters: Self.json(taken)))
     }

@@ -297,4 +297,32 @@ import Testing
         #expect(try E2E.accountctl(["remove"], socket: socket).status == 2)
         #expect(try E2E.accountctl(["remove", "../x"], socket: socket).status == 2)
     }
+
+    /// A negative age is refused at start, naming the setting.
+    @Test func aNegativeMaximumAgeStopsTheDaemonAtStart() throws {
+        let dir = TestDirectory()
+        try Files.write("{}\n", to: dir.sub("none.yaml"))
+        let result = try E2E.run(
+            Binaries.accountd,
+            ["--data-root", dir.sub("data"), "--socket", dir.sub("s.sock"), "--schema", Repository.sampleBundle, "--config", dir.sub("none.yaml")],
+            environment: ["ACCOUNTD_ACCOUNTS_SNAPSHOT_MAX_AGE_DAYS": "-1"])
+        #expect(result.status == 78, "exit \(result.status): \(result.stderr)")
+        #expect(result.stderr.contains("accounts.snapshotMaxAgeDays"), "\(result.stderr)")
+    }
+
+    /// A file that SQLite cannot read is removed too, and its final snapshot keeps its bytes.
+    @Test func aCorruptAccountIsRemovedWithItsBytesKept() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try garbage.write(to: URL(fileURLWithPath: daemon.accountPath("junk")))
+        let client = try daemon.client()
+        #expect(try client.callOne("switch junk").error?.shortName == "AccountCorrupt")
+        let reply = try client.callOne("remove junk")
+        #expect(reply.error == nil, "\(reply)")
+        let name = try #require(reply.parameters["snapshot"]?["snapshot"]?.stringValue)
+        #expect(name.hasSuffix("-v0-before-remove-unreadable"))
+        #expect(!FileManager.default.fileExists(atPath: daemon.accountPath("junk")))
+        #expect(Files.bytes(daemon.dataRoot + "/snapshots/junk/\(name).sqlite") == garbage)
+    }
 }

@@ -325,4 +325,33 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: daemon.accountPath("junk")))
         #expect(Files.bytes(daemon.dataRoot + "/snapshots/junk/\(name).sqlite") == garbage)
     }
+
+    /// A Switch and a Remove of the same account sent at once: whichever wins, the active
+    /// account always has its file, and each reply is success, `AccountActive` or
+    /// `AccountNotFound`.
+    @Test func aSwitchRacingARemovalNeverLeavesAnActiveAccountWithoutAFile() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let switcher = try daemon.client()
+        let remover = try daemon.client()
+        #expect(try switcher.callOne("switch bob").error == nil)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<30 {
+            #expect(try switcher.callOne("switch bob").error == nil)
+            #expect(try switcher.callOne("switch carol").error == nil)
+            #expect(try switcher.callOne("switch bob").error == nil)
+            let removal = round % 2 == 0 ? "remove carol\n" : "remove carol purge\n"
+            try remover.send(removal)
+            try switcher.send("switch carol\n")
+            let switched = try switcher.readReply()
+            let removed = try remover.readReply()
+            outcomes["switch \(switched.error?.shortName ?? "ok"), remove \(removed.error?.shortName ?? "ok")", default: 0] += 1
+            #expect([nil, "AccountNotFound"].contains(switched.error?.shortName), "\(switched)")
+            #expect([nil, "AccountActive"].contains(removed.error?.shortName), "\(removed)")
+            let active = try #require(switcher.callOne("status").parameters["active"]?.stringValue)
+            #expect(FileManager.default.fileExists(atPath: daemon.accountPath(active)), "round \(round): \(active) is active without a file")
+            if switched.error != nil { #expect(active == "bob") }
+        }
+        print("switch/remove race outcomes: \(outcomes)")
+    }
 }

@@ -9,7 +9,7 @@ struct ReplyInvariants {
     /// Every error name the protocol defines (`ErrorName`).
     static let errorNames: Set<String> = Set(
         [
-            ErrorName.invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .migrationFailed,
+            ErrorName.invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive, .migrationFailed,
             .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied, .requestTooLarge,
             .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError, .methodNotFound,
             .invalidParameter, .expectedMore,

@@ -23,8 +23,8 @@ public enum Daemon {
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }
         // Leftovers of exports that were interrupted by a crash.
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: root.path + "/tmp")) ?? [] where file.hasPrefix("export-") {
-            try? FileManager.default.removeItem(atPath: root.path + "/tmp/" + file)
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: root.temporaryDirectory)) ?? [] where file.hasPrefix("export-") {
+            try? FileManager.default.removeItem(atPath: root.temporaryDirectory + "/" + file)
         }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
@@ -40,7 +40,7 @@ public enum Daemon {
 
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
         let dispatcher = Dispatcher(
-            service: service, policy: policy, logger: logger, temporaryDirectory: root.path + "/tmp",
+            service: service, policy: policy, logger: logger, temporaryDirectory: root.temporaryDirectory,
             migrateConcurrency: settings.migrateConcurrency)
         let listener: SocketServer.Listener
         let listeningPath: String?

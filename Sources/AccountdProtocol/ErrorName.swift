@@ -24,6 +24,8 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let accountTooNew = accountd("AccountTooNew")
     public static let accountCorrupt = accountd("AccountCorrupt")
     public static let accountBusy = accountd("AccountBusy")
+    /// `Remove` was asked for the active account; switch to another account first.
+    public static let accountActive = accountd("AccountActive")
     public static let migrationFailed = accountd("MigrationFailed")
     public static let noActiveAccount = accountd("NoActiveAccount")
     public static let namespaceNotFound = accountd("NamespaceNotFound")

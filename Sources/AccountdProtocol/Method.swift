@@ -9,6 +9,8 @@ public enum Method: String, CaseIterable, Sendable {
     case verify = "Verify"
     case snapshots = "Snapshots"
     case restore = "Restore"
+    case snapshot = "Snapshot"
+    case remove = "Remove"
     case migrate = "Migrate"
     case get = "Get"
     case set = "Set"
@@ -35,7 +37,7 @@ public enum Method: String, CaseIterable, Sendable {
     /// Whether only an admin peer may call it.
     public var requiresAdmin: Bool {
         switch self {
-        case .switchAccount, .export, .verify, .snapshots, .restore, .migrate, .set, .delete: true
+        case .switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete: true
         case .info, .ping, .status, .list, .get, .keys, .watch: false
         }
     }
@@ -59,6 +61,8 @@ public enum Method: String, CaseIterable, Sendable {
         case .verify: ["account"]
         case .snapshots: ["account"]
         case .restore: ["account", "snapshot"]
+        case .snapshot: ["account", "label"]
+        case .remove: ["account", "purge"]
         case .migrate: ["accounts", "all"]
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]

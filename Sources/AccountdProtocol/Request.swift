@@ -101,6 +101,14 @@ public struct Request: Sendable {
         case .switchAccount: try positional(["account"])
         case .export: try positional(["account", "format"])
         case .restore: try positional(["account", "snapshot"])
+        case .snapshot: try positional(["account", "label"])
+        case .remove:
+            // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
+            guard words.count <= 2, words.count < 2 || words[1].lowercased() == "purge" else {
+                throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
+            }
+            if let account = words.first { pairs.append(("account", .string(account))) }
+            if words.count == 2 { pairs.append(("purge", .bool(true))) }
         case .get, .delete: try positional(["namespace", "key", "account"])
         case .keys: try positional(["namespace", "account"])
         case .list:

@@ -9,7 +9,7 @@ import ArgumentParser
 struct AccountCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accountctl",
-        abstract: "Drive accountd: switch accounts, query status, export and verify.",
+        abstract: "Drive accountd: switch accounts, query status, export, verify, snapshot, restore and remove.",
         discussion: """
             With no command, accountctl runs `status`. Every command takes --socket PATH \
             (else $ACCOUNTD_SOCKET, else \(GlobalOptions.defaultSocketPath)) and --json, \
@@ -20,7 +20,8 @@ struct AccountCtl: ParsableCommand {
             """,
         subcommands: [
             StatusCommand.self, ListCommand.self, SwitchCommand.self, ExportCommand.self,
-            VerifyCommand.self, MigrateCommand.self, SnapshotsCommand.self, RestoreCommand.self,
+            VerifyCommand.self, MigrateCommand.self, SnapshotsCommand.self, SnapshotCommand.self, RestoreCommand.self,
+            RemoveCommand.self,
             GetCommand.self, SetCommand.self, DeleteCommand.self, KeysCommand.self,
             WatchCommand.self, InfoCommand.self, PingCommand.self, DefaultCommand.self,
         ],

@@ -8,8 +8,10 @@ struct RestoreCommand: ParsableCommand {
         abstract: "Replace an account's file with one of its snapshots.",
         discussion: """
             Without SNAPSHOT, the newest snapshot is restored. The current file is saved \
-            as a snapshot first, so a restore can itself be undone. List the snapshots \
-            with `accountctl snapshots ACCOUNT`. Needs an admin peer.
+            as a snapshot first, so a restore can itself be undone; the snapshot being \
+            restored is kept. A removed account (`accountctl remove`, without --purge) \
+            is brought back this way. List the snapshots with `accountctl snapshots \
+            ACCOUNT`. Needs an admin peer.
             """)
 
     @OptionGroup var global: GlobalOptions

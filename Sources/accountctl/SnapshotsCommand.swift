@@ -7,8 +7,9 @@ struct SnapshotsCommand: ParsableCommand {
         commandName: "snapshots",
         abstract: "List the snapshots of an account.",
         discussion: """
-            A snapshot is taken before every migration and every restore. Restore one \
-            with `accountctl restore ACCOUNT SNAPSHOT`. Needs an admin peer.
+            A snapshot is taken before every migration, restore and removal, and on \
+            demand with `accountctl snapshot ACCOUNT`. Restore one with `accountctl \
+            restore ACCOUNT SNAPSHOT`. Needs an admin peer.
             """)
 
     @OptionGroup var global: GlobalOptions

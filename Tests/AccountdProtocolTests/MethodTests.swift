@@ -9,16 +9,16 @@ struct MethodTests {
         #expect(Method(qualifiedName: method.qualifiedName) == method)
     }
 
-    @Test func theFifteenMethodsOfSection6() {
+    @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
-            "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Migrate",
+            "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
             "Get", "Set", "Delete", "Keys", "Watch",
         ])
     }
 
     @Test func adminMethods() {
         #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
-            [.switchAccount, .export, .verify, .snapshots, .restore, .migrate, .set, .delete])
+            [.switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete])
     }
 
     @Test func streaming() {

@@ -32,6 +32,7 @@ struct AccessTests {
         let refused: [[String]] = [
             ["switch", "alice"], ["switch", "eve"], ["export", "alice"], ["export", "alice", "--format", "sqlite"],
             ["verify", "alice"], ["migrate", "alice"], ["migrate", "--all"], ["restore", "alice"], ["snapshots", "alice"],
+            ["snapshot", "alice"], ["snapshot", "alice", "--label", "mine"], ["remove", "alice"], ["remove", "alice", "--purge"],
         ]
         for arguments in refused {
             let result = try Self.accountctl(as: 65534, socket: daemon.socket, arguments)

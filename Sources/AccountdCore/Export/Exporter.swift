@@ -88,9 +88,22 @@ public struct Exporter: Sendable {
         return summary
     }
 
+    /// How the name of a copy staged for a `sqlite` export of `account` begins; a UUID and
+    /// `.sqlite` follow.
+    public static func stagingPrefix(_ account: AccountName) -> String { "export-\(account)-" }
+
+    /// Whether `file`, a name in the temporary folder, is a copy staged by an export of `account`.
+    public static func isStagedCopy(_ file: String, of account: AccountName) -> Bool {
+        let prefix = stagingPrefix(account)
+        guard file.hasPrefix(prefix) else { return false }
+        let rest = file.dropFirst(prefix.count)
+        // Another account whose name extends this one ("alice-b") has more before its UUID.
+        return UUID(uuidString: String(rest.prefix(36))) != nil && [".sqlite", ".sqlite-journal"].contains(String(rest.dropFirst(36)))
+    }
+
     private func exportSQLite(to sink: inout some ExportSink) throws -> ExportSummary {
         try FileSystem.ensureDirectory(temporaryDirectory)
-        let temp = temporaryDirectory + "/export-\(account)-\(UUID().uuidString).sqlite"
+        let temp = temporaryDirectory + "/" + Self.stagingPrefix(account) + UUID().uuidString + ".sqlite"
         try FileSystem.createExclusive(temp)
         defer { try? FileSystem.removeIfPresent(temp) }
         let queue = try open()

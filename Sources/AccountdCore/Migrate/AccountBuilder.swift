@@ -14,8 +14,8 @@ struct AccountBuilder {
 
     func build() throws -> SchemaBundle.CreationMethod {
         let final = root.accountPath(account)
-        let temp = root.accountsDirectory + "/." + account.rawValue + ".sqlite.creating"
-        try removeWithCompanions(temp)
+        let temp = root.stagingPath(account, .creating)
+        try FileSystem.removeWithCompanions(temp)
         try FileSystem.createExclusive(temp)
         let method = bundle.creationMethod
         do {
@@ -67,7 +67,7 @@ struct AccountBuilder {
             try FileSystem.removeIfPresent(temp)
             try FileSystem.fsyncDirectory(root.accountsDirectory)
         } catch {
-            try? removeWithCompanions(temp)
+            try? FileSystem.removeWithCompanions(temp)
             if let error = error as? AccountdError { throw error }
             let storage = (error as? DatabaseError).map { [.SQLITE_FULL, .SQLITE_IOERR].contains($0.resultCode.primaryResultCode) } ?? false
             throw AccountdError(
@@ -85,9 +85,5 @@ struct AccountBuilder {
                 .migrationFailed, "creating account \(account): \(error.location) failed: \(error.sqliteMessage); nothing was created",
                 account: account.rawValue, file: error.file, line: error.line, toVersion: bundle.targetVersion)
         }
-    }
-
-    private func removeWithCompanions(_ path: String) throws {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(path + suffix) }
     }
 }

@@ -19,14 +19,17 @@ public struct SnapshotInfo: Sendable, Hashable {
 ///
 /// A snapshot is made with `VACUUM INTO` (a transactionally consistent copy) into
 /// a temporary name, fsynced, then renamed into place, so a listed snapshot is
-/// always complete. Only the newest ``keep`` snapshots of each account are kept.
+/// always complete. After each snapshot, ``retention`` decides which older ones go.
 struct SnapshotStore: Sendable {
     var root: DataRoot
-    /// How many snapshots to keep per account; at least 1.
-    var keep: Int
+    /// Which snapshots are kept.
+    var retention: SnapshotRetention
 
-    /// Copies the account file at `source` into a new snapshot.
-    func take(_ account: AccountName, source: String, reason: String) throws -> SnapshotInfo {
+    /// Copies the account file at `source` into a new snapshot, then applies retention.
+    ///
+    /// - Parameter protecting: snapshots retention must leave in place this time (the one
+    ///   a restore is about to copy back).
+    func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         try FileSystem.ensureDirectory(folder)
         try removeStaleTemporaries(folder)
@@ -50,13 +53,13 @@ struct SnapshotStore: Sendable {
                 .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
                 account: account.rawValue, file: path)
         }
-        try prune(account)
+        try prune(account, now: now, protected: protecting.union([name]))
         return SnapshotInfo(
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
     /// Copies a file that SQLite cannot read (a corrupt account) byte for byte, with its WAL, into a snapshot.
-    func takeRaw(_ account: AccountName, source: String, reason: String) throws -> SnapshotInfo {
+    func takeRaw(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         try FileSystem.ensureDirectory(folder)
         let now = Date()
@@ -68,7 +71,7 @@ struct SnapshotStore: Sendable {
             try FileSystem.copyFile(source + "-wal", to: path + "-wal")
         }
         try FileSystem.durableRename(temp, to: path)
-        try prune(account)
+        try prune(account, now: now, protected: protecting.union([name]))
         return SnapshotInfo(name: name, version: 0, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
@@ -101,11 +104,27 @@ struct SnapshotStore: Sendable {
         return newest
     }
 
-    private func prune(_ account: AccountName) throws {
-        for old in list(account).dropFirst(max(keep, 1)) {
+    private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
+        for old in retention.expired(list(account), now: now, protected: protected) {
             try FileSystem.removeIfPresent(old.path)
             try FileSystem.removeIfPresent(old.path + "-wal")
         }
+    }
+
+    /// Removes every snapshot of the account and its folder, temporaries included (a purge).
+    ///
+    /// - Returns: how many snapshots there were.
+    /// - Throws: `storage` when a file cannot be removed; what was removed stays removed.
+    func removeAll(_ account: AccountName) throws -> Int {
+        let folder = root.snapshotDirectory(account)
+        guard FileSystem.exists(folder) else { return 0 }
+        let count = list(account).count
+        for file in FileSystem.contents(of: folder) {
+            try FileSystem.removeIfPresent(folder + "/" + file)
+        }
+        try FileSystem.removeDirectoryIfPresent(folder)
+        try FileSystem.fsyncDirectory(root.snapshotsDirectory)
+        return count
     }
 
     private func removeStaleTemporaries(_ folder: String) throws {
@@ -130,6 +149,12 @@ struct SnapshotStore: Sendable {
         let header = try FileSystem.prefix(of: path, count: 100)
         guard header.count == 100 else { return 0 }
         return Int(Int32(bitPattern: UInt32(header[60]) << 24 | UInt32(header[61]) << 16 | UInt32(header[62]) << 8 | UInt32(header[63])))
+    }
+
+    /// When the snapshot called `name` was taken, from the timestamp its name begins with;
+    /// nil when the name has none.
+    static func takenAt(fromName name: String) -> Date? {
+        try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(createdAt(fromName: name))
     }
 
     /// `20261121T061000.123Z-v2-...` → `2026-11-21T06:10:00.123Z`.

@@ -23,8 +23,10 @@ import Synchronization
 public final class AccountStore: Sendable {
     /// Settings of the store.
     public struct Options: Sendable {
-        /// Snapshots kept per account (at least 1).
+        /// Snapshots kept per account (at least 1); see ``SnapshotRetention``.
         public var snapshotsToKeep: Int = 5
+        /// Snapshots older than this many days go when the next one is taken; 0 keeps by count only.
+        public var snapshotMaxAgeDays: Int = 0
         /// How long an operation waits for another on the same account.
         public var lockTimeout: Duration = .seconds(30)
         /// Run SQLite's `quick_check` when opening a file that is not already known to be sound.
@@ -36,12 +38,12 @@ public final class AccountStore: Sendable {
     public let root: DataRoot
     public let bundle: SchemaBundle
     public let options: Options
-    private let locks: AccountLocks
+    let locks: AccountLocks
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not scanned again.
-    private let checked = Mutex<[AccountName: FileStamp]>([:])
+    let checked = Mutex<[AccountName: FileStamp]>([:])
     /// What the last inspection found, by the stamps of the file and its WAL: switching back
     /// to an account whose files did not change reads nothing.
-    private let known = Mutex<[AccountName: (main: FileStamp, wal: FileStamp?, facts: AccountFacts)]>([:])
+    let known = Mutex<[AccountName: (main: FileStamp, wal: FileStamp?, facts: AccountFacts)]>([:])
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root
@@ -64,7 +66,10 @@ public final class AccountStore: Sendable {
         AccountStore(root: root, bundle: bundle, options: options, locks: locks)
     }
 
-    var snapshots: SnapshotStore { SnapshotStore(root: root, keep: options.snapshotsToKeep) }
+    var snapshots: SnapshotStore {
+        SnapshotStore(
+            root: root, retention: SnapshotRetention(keep: max(options.snapshotsToKeep, 1), maximumAgeDays: max(options.snapshotMaxAgeDays, 0)))
+    }
 
     /// Brings `account` to a usable state, following the decision table, and returns what was done.
     ///
@@ -253,57 +258,6 @@ public final class AccountStore: Sendable {
                     account: account, integrity: integrity, foreignKeys: foreignKeys, schema: schema,
                     editedMigrations: editedMigrations(facts))
             }
-        }
-    }
-
-    /// The account's snapshots, newest first.
-    public func listSnapshots(_ account: AccountName) -> [SnapshotInfo] {
-        snapshots.list(account)
-    }
-
-    /// Takes a snapshot of the account now.
-    public func takeSnapshot(_ account: AccountName, reason: String = "manual") throws -> SnapshotInfo {
-        try locks.withLock(account, timeout: options.lockTimeout) {
-            _ = try AccountInspector.inspect(path: root.accountPath(account), account: account, deep: false)
-            return try snapshots.take(account, source: root.accountPath(account), reason: reason)
-        }
-    }
-
-    /// Replaces the account file with a snapshot (the newest when `name` is nil), after
-    /// first taking a snapshot of the current file.
-    ///
-    /// Callers must have closed their connections to the account. The current file is
-    /// checkpointed, its snapshot taken, and the restored copy is moved into place with
-    /// an atomic rename, so a crash leaves either the old file or the restored one.
-    ///
-    /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
-    /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
-    ///   not a sound copy of this account, `accountBusy`, `storage`.
-    public func restore(_ account: AccountName, snapshot name: String?) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
-        try locks.withLock(account, timeout: options.lockTimeout) {
-            known.withLock { $0[account] = nil }
-            let chosen = try snapshots.find(account, name: name)
-            _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true)
-            let path = root.accountPath(account)
-            var saved: SnapshotInfo?
-            if FileSystem.exists(path) {
-                if (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil {
-                    let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "restore"))
-                    try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-                    try queue.close()
-                    saved = try snapshots.take(account, source: path, reason: "before-restore")
-                } else {
-                    saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable")
-                }
-            }
-            let temp = root.accountsDirectory + "/." + account.rawValue + ".sqlite.restoring"
-            for suffix in ["", "-wal", "-shm"] { try FileSystem.removeIfPresent(temp + suffix) }
-            try FileSystem.copyFile(chosen.path, to: temp)
-            for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
-            try FileSystem.durableRename(temp, to: path)
-            // Leave the snapshot list as it was before the restore plus the saved copy: the
-            // restored snapshot stays listed.
-            return (chosen, saved)
         }
     }
 

@@ -8,7 +8,7 @@ import Foundation
 ///   state.json                          the active account
 ///   accounts/<account>.sqlite           one file per account (+ -wal / -shm)
 ///   device.sqlite                       device-wide preferences
-///   snapshots/<account>/<name>.sqlite   copies taken before migrations and restores
+///   snapshots/<account>/<name>.sqlite   copies taken before migrations, restores and removals, and on demand
 /// ```
 ///
 /// Folders are 0700 and files 0600: nothing under the data root is ever
@@ -31,10 +31,25 @@ public struct DataRoot: Sendable {
     public var snapshotsDirectory: String { path + "/snapshots" }
     public var statePath: String { path + "/state.json" }
     public var devicePath: String { path + "/device.sqlite" }
+    /// `tmp/`: copies staged for exports; emptied of them when the daemon starts.
+    public var temporaryDirectory: String { path + "/tmp" }
 
     /// `accounts/<account>.sqlite`.
     public func accountPath(_ account: AccountName) -> String {
         accountsDirectory + "/" + account.rawValue + ".sqlite"
+    }
+
+    /// Why the store builds an account file under a temporary name before moving it into place.
+    public enum Staging: String, CaseIterable, Sendable {
+        /// A new account being created.
+        case creating
+        /// A snapshot being copied back.
+        case restoring
+    }
+
+    /// `accounts/.<account>.sqlite.<staging>`: a name no account can have (it begins with `.`).
+    public func stagingPath(_ account: AccountName, _ staging: Staging) -> String {
+        accountsDirectory + "/." + account.rawValue + ".sqlite." + staging.rawValue
     }
 
     /// `snapshots/<account>`.

@@ -11,7 +11,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     /// A struct with a private code, so that adding a kind breaks no caller.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
-            case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy
+            case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy, accountActive
             case migrationFailed, invalidBundle, snapshotNotFound, storage
         }
         private let code: Code
@@ -27,6 +27,8 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         public static let accountCorrupt = Kind(.accountCorrupt)
         /// Another operation holds the account.
         public static let accountBusy = Kind(.accountBusy)
+        /// The account is the active one, and the operation (a removal) needs it not to be.
+        public static let accountActive = Kind(.accountActive)
         /// A migration (or the creation of a new account) failed and was rolled back.
         public static let migrationFailed = Kind(.migrationFailed)
         /// The schema bundle was refused at load.
@@ -46,6 +48,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
             case .accountTooNew: .accountTooNew
             case .accountCorrupt: .accountCorrupt
             case .accountBusy: .accountBusy
+            case .accountActive: .accountActive
             case .migrationFailed: .migrationFailed
             case .snapshotNotFound: .snapshotNotFound
             case .invalidBundle, .storage: .internalError

@@ -104,6 +104,19 @@ enum FileSystem {
         }
     }
 
+    /// Removes a SQLite file and what SQLite keeps beside it (`-wal`, `-shm`, `-journal`);
+    /// missing files are not an error.
+    static func removeWithCompanions(_ path: String) throws {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try removeIfPresent(path + suffix) }
+    }
+
+    /// Removes an empty folder; a missing folder is not an error.
+    static func removeDirectoryIfPresent(_ path: String) throws {
+        guard rmdir(path) == 0 || errno == ENOENT else {
+            throw AccountdError.storage("removing the folder", path: path, errno: errno)
+        }
+    }
+
     /// Replaces `path` with `data` atomically: a reader sees the old bytes or the new, never a mix,
     /// even after power loss. The file is 0600.
     static func atomicWrite(_ data: Data, to path: String) throws {

@@ -26,6 +26,9 @@ public struct DaemonSettings: Sendable {
     public var lockTimeoutSeconds: Double
     /// Snapshots kept per account (`accounts.snapshotsToKeep`).
     public var snapshotsToKeep: Int
+    /// Snapshots older than this many days go when the next one of the account is taken
+    /// (`accounts.snapshotMaxAgeDays`, default 0: by count only). See `SnapshotRetention`.
+    public var snapshotMaxAgeDays: Int
     /// Run `quick_check` when an account is first opened (`accounts.checkIntegrityOnOpen`).
     public var checkIntegrityOnOpen: Bool
     /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: the core count).
@@ -45,6 +48,7 @@ public struct DaemonSettings: Sendable {
     public var storeOptions: AccountStore.Options {
         var options = AccountStore.Options()
         options.snapshotsToKeep = snapshotsToKeep
+        options.snapshotMaxAgeDays = snapshotMaxAgeDays
         options.lockTimeout = .milliseconds(Int64(lockTimeoutSeconds * 1000))
         options.checkIntegrityOnOpen = checkIntegrityOnOpen
         return options

@@ -35,4 +35,24 @@ extension Dispatcher {
         }
         try await writer.send(Reply(parameters: .object(reply)))
     }
+
+    /// `Snapshot {account, label?}`: the snapshot taken, with the keys of one `Snapshots` entry.
+    func snapshot(_ parameters: Parameters, writer: ReplyWriter) async throws {
+        let account = try parameters.requiredAccount()
+        var label = SnapshotLabel.manual
+        if let raw = try parameters.string("label") { label = try SnapshotLabel(raw) }
+        let taken = try await service.snapshot(account, label: label)
+        try await writer.send(Reply(parameters: Self.json(taken)))
+    }
+
+    /// `Remove {account, purge?}`: `{account, purged, snapshot?}`, the snapshot being the
+    /// final `before-remove` copy (left out after a purge).
+    func remove(_ parameters: Parameters, writer: ReplyWriter) async throws {
+        let account = try parameters.requiredAccount()
+        let purge = try parameters.bool("purge") ?? false
+        let outcome = try await service.remove(account, purge: purge)
+        var reply: [(String, JSONValue)] = [("account", .string(account.rawValue)), ("purged", .bool(outcome.purged))]
+        if let snapshot = outcome.snapshot { reply.append(("snapshot", Self.json(snapshot))) }
+        try await writer.send(Reply(parameters: .object(reply)))
+    }
 }

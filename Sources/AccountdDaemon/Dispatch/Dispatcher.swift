@@ -92,6 +92,10 @@ struct Dispatcher: Sendable {
             try await snapshots(parameters, writer: writer)
         case .restore:
             try await restore(parameters, writer: writer)
+        case .snapshot:
+            try await snapshot(parameters, writer: writer)
+        case .remove:
+            try await remove(parameters, writer: writer)
         case .get, .set, .delete, .keys:
             try await preferences(request, writer: writer)
         case .watch:

@@ -24,6 +24,8 @@ final class AccountService: Sendable {
         /// The active account and its version, as `state.json` has it.
         var active: AccountName?
         var version: Int?
+        /// Accounts being removed: none of them may become active meanwhile.
+        var removing: Set<AccountName> = []
     }
 
     /// What a completed switch did.
@@ -96,6 +98,12 @@ final class AccountService: Sendable {
     private func commit(_ account: AccountName, version: Int, save: Bool) throws -> AccountName? {
         try stateQueue.sync {
             let previous = state.withLock { $0.active }
+            // A removal may have taken the file between the open and now (see beginRemoval).
+            if state.withLock({ $0.removing.contains(account) }) || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
+                throw AccountdError(
+                    .accountNotFound, "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
+                    account: account.rawValue)
+            }
             if save && previous != account { try root.saveActiveAccount(account) }
             state.withLock {
                 $0.active = account
@@ -103,6 +111,35 @@ final class AccountService: Sendable {
             }
             return previous
         }
+    }
+
+    /// Marks `account` as being removed, unless it is the active account.
+    ///
+    /// Together with the check in ``commit(_:version:save:)``, which runs on the same
+    /// serial queue, this decides every race between a removal and a switch to the same
+    /// account: either the switch committed first and the removal is refused with
+    /// `AccountActive`, or the removal marked the account first and the switch fails with
+    /// `AccountNotFound`, leaving the previous account active.
+    ///
+    /// - Throws: `AccountActive` when `account` is the active account.
+    func beginRemoval(_ account: AccountName) throws {
+        try stateQueue.sync {
+            try state.withLock { state in
+                if state.active == account {
+                    throw AccountdError(
+                        .accountActive,
+                        "account \(account) is the active account and cannot be removed; switch to another account first "
+                            + "('accountctl switch OTHER'), then remove it. The file was left untouched",
+                        account: account.rawValue, file: root.accountPath(account))
+                }
+                state.removing.insert(account)
+            }
+        }
+    }
+
+    /// Ends what ``beginRemoval(_:)`` began, whether the removal succeeded or not.
+    func endRemoval(_ account: AccountName) {
+        _ = state.withLock { $0.removing.remove(account) }
     }
 
     /// Brings `account` to the bundle's version on a pool thread, after closing its

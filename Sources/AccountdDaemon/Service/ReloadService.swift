@@ -53,7 +53,9 @@ struct ReloadService: Service {
                 metadata: ["error": "\(error)"])
             return
         }
-        guard bundle.fingerprint != current.fingerprint || settings.storeOptions.snapshotsToKeep != initial.snapshotsToKeep else {
+        guard bundle.fingerprint != current.fingerprint || settings.storeOptions.snapshotsToKeep != initial.snapshotsToKeep
+            || settings.storeOptions.snapshotMaxAgeDays != initial.snapshotMaxAgeDays
+        else {
             logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))")
             return
         }

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Which of an account's snapshots are kept: by count, and optionally by age.
+///
+/// Retention runs each time a snapshot of the account is taken (before a migration,
+/// a restore or a removal, and on demand). A snapshot goes when it is beyond the
+/// newest ``keep`` **or** older than ``maximumAgeDays`` (when that is above 0), with
+/// two exceptions that always hold: the snapshot just taken is kept, so an account
+/// that has snapshots always keeps its newest, and the snapshot being restored is
+/// kept (it goes on a later run, if the rules still say so).
+///
+/// A snapshot's age is read from the timestamp at the start of its name (the same one
+/// `createdAt` reports), not from the file's modification time, which a copy or a
+/// backup tool may change. A name without a readable timestamp is never removed for
+/// its age, only for the count.
+public struct SnapshotRetention: Sendable, Hashable {
+    /// How many snapshots to keep per account; at least 1.
+    public var keep: Int
+    /// Snapshots older than this many days go; 0 keeps by count only.
+    public var maximumAgeDays: Int
+
+    public init(keep: Int, maximumAgeDays: Int = 0) {
+        precondition(keep >= 1 && maximumAgeDays >= 0, "retention needs keep >= 1 and maximumAgeDays >= 0")
+        self.keep = keep
+        self.maximumAgeDays = maximumAgeDays
+    }
+
+    /// The snapshots of `snapshots` (newest first) that retention removes at `now`.
+    ///
+    /// - Parameter protected: names that stay whatever the rules say: the snapshot just
+    ///   taken, and the one being restored.
+    func expired(_ snapshots: [SnapshotInfo], now: Date, protected: Set<String>) -> [SnapshotInfo] {
+        let oldest = maximumAgeDays > 0 ? now.addingTimeInterval(-Double(maximumAgeDays) * 86_400) : nil
+        return snapshots.enumerated().compactMap { position, snapshot in
+            guard !protected.contains(snapshot.name) else { return nil }
+            let beyondCount = position >= keep
+            let tooOld = oldest.map { oldest in SnapshotStore.takenAt(fromName: snapshot.name).map { $0 < oldest } ?? false } ?? false
+            return beyondCount || tooOld ? snapshot : nil
+        }
+    }
+}

@@ -21,7 +21,7 @@ import Testing
         return (service, socket)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
     func unitsPassSystemdAnalyzeVerify() throws {
         let dir = TestDirectory()
         let units = try Self.installUnits(into: dir.sub("units"))
@@ -36,7 +36,7 @@ import Testing
         #expect(refused.stderr.contains("no-such-bindir/accountd"), "\(refused.stderr)")
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
     func serviceExposureIsAtMostOne() throws {
         let dir = TestDirectory()
         let units = try Self.installUnits(into: dir.sub("units"))
@@ -53,7 +53,7 @@ import Testing
 
     // MARK: - Socket activation
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"), "needs /usr/bin/systemd-socket-activate"))
     func servesOnTheSocketItIsHandedAndLeavesItInPlace() throws {
         let dir = TestDirectory()
         let handed = dir.sub("activated.sock")

@@ -24,24 +24,32 @@ import Testing
         let dir = TestDirectory()
         let v1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Hostile.itemV1])
         let v2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Hostile.itemV1, Self.spinningStep])
-        try Hostile.makeItemAccount("bob", rows: 4000, dataRoot: dir.sub("data"), bundle: v1)
+        // 8,000 rows: 16 million steps of the spinning CTE, seconds of CPU.
+        try Hostile.makeItemAccount("bob", rows: 8000, dataRoot: dir.sub("data"), bundle: v1)
         let daemon = try E2E.daemon(directory: dir.path, bundle: v2, environment: ["ACCOUNTD_ACCOUNTS_LOCK_TIMEOUT_SECONDS": "1"])
         let (switcher, watcher) = try RestartTests.switchUntilMigrating(daemon)
 
-        for request in [
+        // Both at once, each on a connection of its own.
+        let requests = [
             #"{"method":"io.accountd.Verify","parameters":{"account":"bob"}}"#,
             #"{"method":"io.accountd.Get","parameters":{"namespace":"user","key":"theme","account":"bob"}}"#,
-        ] {
-            let asked = Date()
-            let reply = try watcher.callOne(request)
+        ]
+        let asked = Date()
+        let clients = try requests.map { request in
+            let client = try daemon.client()
+            try client.send(request + "\n")
+            return client
+        }
+        for (request, client) in zip(requests, clients) {
+            let reply = try client.readReply()
             let waited = Date().timeIntervalSince(asked)
             #expect(reply.error == .accountBusy, "\(request): \(reply.encoded())")
             #expect(reply.parameters["account"] == "bob", "\(reply.encoded())")
             #expect(reply.message?.contains("account bob is busy") == true, "\(reply.encoded())")
             #expect(waited >= 0.9 && waited < 10, "answered after \(waited) s; the lock timeout is 1 s")
-            // The migration was still running when the answer came: it was the timeout that spoke.
-            #expect(try watcher.callOne("status bob").parameters["state"] == "migrating", "the migration ended before the timeout")
         }
+        // The migration was still running when the answers came: it was the timeout that spoke.
+        #expect(try watcher.callOne("status bob").parameters["state"] == "migrating", "the migration ended before the timeout")
         // Another account does not wait for bob.
         #expect(try watcher.callOne("switch carol").parameters["action"] == "created")
         withExtendedLifetime(switcher) {}

@@ -1,6 +1,8 @@
 import AccountdCore
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 /// Starts accountd: checks the data root and the bundle, opens the saved active
@@ -19,6 +21,13 @@ public enum Daemon {
         // Past a file-size limit (RLIMIT_FSIZE), a write should fail with EFBIG, which SQLite
         // reports as a disk I/O error and rolls back, instead of killing the daemon.
         signal(SIGXFSZ, SIG_IGN)
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let poolThreads = BlockingPool.daemonThreadCount
+        let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)
+            .ensure()
+        if files.after.soft != files.before.soft {
+            logger.info("raised the open-file limit from \(files.before.soft) to \(files.after.soft) (hard limit \(files.after.hard))")
+        }
         let root = try DataRoot(settings.dataRoot)
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }
@@ -30,7 +39,7 @@ public enum Daemon {
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.migrations.count) migrations, new accounts from \(bundle.creationMethod.rawValue)")
         let store = AccountStore(root: root, bundle: bundle, options: settings.storeOptions)
-        let pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
+        let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
         let preferences = try PreferenceService(
             declarations: settings.namespaces, store: store, hub: hub, groupCommit: settings.groupCommit)
@@ -43,12 +52,10 @@ public enum Daemon {
             service: service, policy: policy, logger: logger, temporaryDirectory: root.temporaryDirectory,
             migrateConcurrency: settings.migrateConcurrency)
         let listener: SocketServer.Listener
-        let listeningPath: String?
         if let passed = SocketActivation.passedSocket() {
-            listeningPath = SocketActivation.path(of: passed.fd)
-            listener = .adopt(fd: passed.fd, description: "fd \(passed.fd) '\(passed.name)'\(listeningPath.map { " at \($0)" } ?? "")")
+            let path = SocketActivation.path(of: passed.fd)
+            listener = .adopt(fd: passed.fd, description: "fd \(passed.fd) '\(passed.name)'\(path.map { " at \($0)" } ?? "")")
         } else {
-            listeningPath = settings.socketPath
             listener = .bind(path: settings.socketPath, mode: settings.socketMode)
         }
         let server = SocketServer(
@@ -72,7 +79,7 @@ public enum Daemon {
             configuration: .init(
                 services: [
                     .init(service: server),
-                    .init(service: Watchdog(socketPath: { listeningPath }, logger: logger)),
+                    .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: service.livenessRead), logger: logger)),
                     .init(
                         service: ReloadService(loader: loader, initial: settings, service: service, policy: policy, logger: logger)),
                 ],

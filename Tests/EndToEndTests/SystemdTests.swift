@@ -21,7 +21,7 @@ import Testing
         return (service, socket)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
     func unitsPassSystemdAnalyzeVerify() throws {
         let dir = TestDirectory()
         let units = try Self.installUnits(into: dir.sub("units"))
@@ -36,7 +36,7 @@ import Testing
         #expect(refused.stderr.contains("no-such-bindir/accountd"), "\(refused.stderr)")
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
     func serviceExposureIsAtMostOne() throws {
         let dir = TestDirectory()
         let units = try Self.installUnits(into: dir.sub("units"))
@@ -53,7 +53,7 @@ import Testing
 
     // MARK: - Socket activation
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"), "needs /usr/bin/systemd-socket-activate"))
     func servesOnTheSocketItIsHandedAndLeavesItInPlace() throws {
         let dir = TestDirectory()
         let handed = dir.sub("activated.sock")
@@ -93,7 +93,7 @@ import Testing
         #expect(!text.contains("listening on \(own)"))
         #expect(SystemdSupport.identity(of: own) == nil, "it bound --socket although it was handed one")
 
-        // READY=1, and the watchdog fed by a self-ping through the handed socket.
+        // READY=1, and the watchdog fed (its check needs no connection to the handed socket).
         let pid = process.processIdentifier
         #expect(notify.wait { $0.contains { $0.assignments["READY"] == "1" && $0.pid == pid } }, "\(notify.datagrams.map(\.text))")
         #expect(
@@ -222,7 +222,7 @@ import Testing
         let pid = daemon.process.processIdentifier
         let connections = try RestartTests.switchUntilMigrating(daemon)
         #expect(notify.wait(timeout: 5) { $0.contains { $0.assignments["STATUS"] == "migrating bob 1/1" } }, "\(notify.datagrams.map(\.text))")
-        // The watchdog is fed while the migration runs: the self-ping does not wait for it.
+        // The watchdog is fed while the migration runs: its check does not wait for it.
         // (A migration longer than WatchdogSec must not get the daemon killed.)
         let kicksDuringMigration: () -> Int = {
             let datagrams = notify.datagrams

@@ -119,7 +119,7 @@ public final class AccountStore: Sendable {
                     file: path)
             }
             let method = try AccountBuilder(bundle: bundle, account: account, root: root).build()
-            try runOnOpen(account, path: path)
+            try runOnOpen(account, path: path, after: .created(version: target))
             return outcome(.created, version: target, method: method)
         }
 
@@ -143,7 +143,7 @@ public final class AccountStore: Sendable {
         let edited = editedMigrations(facts)
         switch facts.version {
         case target:
-            try runOnOpen(account, path: path)
+            try runOnOpen(account, path: path, after: .opened)
             remember()
             return outcome(.opened, version: target, edited: edited)
         case ..<target:
@@ -152,7 +152,7 @@ public final class AccountStore: Sendable {
             let snapshotMs = (ContinuousClock.now - snapshotStart).milliseconds
             let migrationMs = try Migrator(bundle: bundle, account: account, path: path)
                 .migrate(from: facts.version, progress: progress)
-            try runOnOpen(account, path: path)
+            try runOnOpen(account, path: path, after: .migrated(from: facts.version, to: target))
             return outcome(
                 .migrated, from: facts.version, version: target, snapshot: snapshot, edited: edited, migrationMs: migrationMs,
                 snapshotMs: snapshotMs)
@@ -169,18 +169,39 @@ public final class AccountStore: Sendable {
         }
     }
 
+    /// What an operation did to the file before `on-open.sql` ran: what stays if the script fails.
+    private enum BeforeOnOpen {
+        case opened
+        case created(version: Int)
+        case migrated(from: Int, to: Int)
+    }
+
     /// Runs `on-open.sql`, if the bundle has one, in one transaction.
-    private func runOnOpen(_ account: AccountName, path: String) throws {
+    ///
+    /// - Throws: `migrationFailed` when the script fails. Only the script's own changes are
+    ///   undone: a creation or a migration before it is committed, and the message says so.
+    private func runOnOpen(_ account: AccountName, path: String, after done: BeforeOnOpen) throws {
         guard let script = bundle.onOpenScript else { return }
         let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: true, label: "on-open"))
         defer { try? queue.close() }
         do {
             try queue.write { db in try ScriptRunner.run(script, file: "on-open.sql", in: db) }
         } catch let error as ScriptRunner.Failure {
-            throw AccountdError(
-                .migrationFailed,
-                "\(error.location) failed for account \(account): \(error.sqliteMessage); its changes were rolled back and the account was not opened",
-                account: account.rawValue, file: error.file, line: error.line)
+            let failed = "\(error.location) failed for account \(account): \(error.sqliteMessage)"
+            let notKept = "nothing on-open.sql did was kept and the account was not opened; fix on-open.sql and switch again"
+            let (message, from, to): (String, Int?, Int?) =
+                switch done {
+                case .opened:
+                    ("\(failed); the file was not changed and the account was not opened; fix on-open.sql and switch again", nil, nil)
+                case .created(let version):
+                    ("account \(account) was created at version \(version), and that stays; then \(failed); \(notKept)", nil, version)
+                case .migrated(let from, let to):
+                    (
+                        "account \(account) was migrated from version \(from) to \(to) and the migration is committed: the file stays at "
+                            + "version \(to) and will not be migrated again. Then \(failed); \(notKept)", from, to
+                    )
+                }
+            throw AccountdError(.migrationFailed, message, account: account.rawValue, file: error.file, line: error.line, fromVersion: from, toVersion: to)
         }
     }
 

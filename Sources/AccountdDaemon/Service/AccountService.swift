@@ -293,6 +293,17 @@ final class AccountService: Sendable {
         return (restored, saved, reopened)
     }
 
+    /// The watchdog's store read (``LivenessCheck``): reads `state.json` under the data root
+    /// and the daemon's shared state.
+    ///
+    /// Cheap, and it touches no account file, takes no account lock and needs no pool thread,
+    /// so neither a long migration nor a busy client holds it up; a data root that no longer
+    /// answers, or shared state that stays locked, does.
+    func livenessRead() {
+        _ = try? root.savedActiveAccount()
+        _ = daemonStatus()
+    }
+
     func info() -> JSONValue {
         let bundle = bundle
         return [

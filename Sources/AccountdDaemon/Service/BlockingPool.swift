@@ -1,9 +1,14 @@
+import Foundation
 import NIOPosix
 
 /// Threads for blocking work (SQLite, fsync), so that neither the event loops nor
 /// Swift's cooperative pool ever wait on disk.
 final class BlockingPool: Sendable {
     private let pool: NIOThreadPool
+
+    /// The daemon's pool size: four threads per core, at least eight, so that slow disk work
+    /// on a few accounts leaves threads for the rest.
+    static var daemonThreadCount: Int { max(8, ProcessInfo.processInfo.activeProcessorCount * 4) }
 
     init(threads: Int) {
         pool = NIOThreadPool(numberOfThreads: threads)

@@ -1,73 +1,52 @@
 import CSystemd
-import Foundation
 import Logging
 import ServiceLifecycle
 
 /// Keeps systemd's watchdog fed while the daemon really serves.
 ///
-/// Every half `WATCHDOG_USEC`, it connects to the daemon's own socket and sends
-/// `ping`; only when the reply comes back does it send `WATCHDOG=1`. A daemon whose
-/// accept loop, event loop or dispatcher is stuck stops feeding the watchdog, and
-/// systemd restarts it. Active only when `sd_watchdog_enabled` says so, which checks
+/// Every half `WATCHDOG_USEC`, it runs a ``LivenessCheck``, which proves the event loops
+/// and the store without connecting to the daemon's socket, and sends `WATCHDOG=1` only
+/// when the check passes within a quarter of `WATCHDOG_USEC`. A daemon whose event loop is
+/// stuck, or whose data root no longer answers, stops feeding the watchdog and systemd
+/// restarts it; clients holding every connection slot (`limits.maxConnections`) or every
+/// blocking thread do not. Active only when `sd_watchdog_enabled` says so, which checks
 /// that `WATCHDOG_PID` is unset or ours.
 struct Watchdog: Service {
-    let socketPath: @Sendable () -> String?
+    let check: LivenessCheck
     let logger: Logger
 
-    /// The keep-alive interval: half of `WATCHDOG_USEC`, or nil when the watchdog is off.
-    static var interval: Duration? {
+    /// `WATCHDOG_USEC`, or nil when the watchdog is off (or meant for another process).
+    static var timeout: Duration? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
-        return .microseconds(Int64(usec / 2))
+        return .microseconds(Int64(usec))
     }
 
     func run() async throws {
-        guard let interval = Self.interval else { return await neverReturn() }
-        logger.info("systemd watchdog on: proving the serving loop every \(interval)")
+        guard let timeout = Self.timeout else { return await neverReturn() }
+        // Half the timeout between checks, as sd_watchdog_enabled(3) advises, and a quarter
+        // for each check: a check that uses all of it still leaves a feed within the timeout.
+        let interval = timeout / 2
+        let deadline = timeout / 4
+        logger.info("systemd watchdog on: checking the event loops and the store every \(interval)")
+        var next = ContinuousClock.now
         while !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
+            next += interval
+            try? await Task.sleep(until: next, clock: .continuous)
             if Task.isShuttingDownGracefully { break }
-            guard let path = socketPath() else { continue }
-            let alive = await Task.detached { Self.ping(path, timeout: interval) }.value
-            if alive {
-                SystemdNotifier.notify("WATCHDOG=1")
+            if let failure = await check.run(within: deadline) {
+                logger.error("watchdog: \(failure); not feeding the watchdog")
             } else {
-                logger.error("watchdog: the daemon did not answer its own ping on \(path); not feeding the watchdog")
+                SystemdNotifier.notify("WATCHDOG=1")
             }
+            // After a long stall, start counting again from now rather than catching up.
+            if next < .now - interval { next = .now }
         }
     }
 
     private func neverReturn() async {
         // A service that returns early would end the group: wait for shutdown instead.
         try? await gracefulShutdown()
-    }
-
-    /// Connects to `path`, sends `ping`, and waits for one reply line.
-    static func ping(_ path: String, timeout: Duration) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var tv = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
-        if tv.tv_sec == 0 && tv.tv_usec < 100_000 { tv.tv_usec = 100_000 }
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8.prefix($0.count - 1))) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { return false }
-        let request = Array("ping\n".utf8)
-        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return false }
-        var buffer = [UInt8](repeating: 0, count: 256)
-        var received: [UInt8] = []
-        while !received.contains(0x0A) {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            guard count > 0 else { return false }
-            received += buffer[0..<count]
-        }
-        return received.starts(with: Array("{\"parameters\"".utf8))
     }
 }
 

@@ -33,7 +33,7 @@ public enum Daemon {
         let pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
         let hub = EventHub()
         let preferences = try PreferenceService(
-            declarations: settings.namespaces, store: store, hub: hub, groupCommit: settings.groupCommit)
+            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit)
         defer { preferences.closeAll() }
         let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
         await service.restoreSavedAccount()

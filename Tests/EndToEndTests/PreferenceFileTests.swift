@@ -171,4 +171,34 @@ import Testing
             #expect(try again.callOne("get user theme").parameters["value"] == "dark")
         }
     }
+
+    /// An account whose table is open already is checked again when a reload brings a bundle
+    /// with another target: one that makes its file too new refuses it from then on.
+    @Test func aReloadThatMakesAnOpenAccountTooNewRefusesIt() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: E2E.sampleSteps)
+        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle)
+        let client = try daemon.client()
+        #expect(try client.callOne("switch carol").error == nil)
+        #expect(try client.callOne("switch bob").error == nil)
+        let calls = Self.calls("carol")
+        #expect(try client.callOne(calls[2].line).error == nil)
+        #expect(try client.callOne(calls[0].line).parameters["value"] == "dark")
+
+        // The bundle goes back to version 2, which cannot read carol's version 3.
+        let last = try FileManager.default.contentsOfDirectory(atPath: bundle + "/migrations").sorted().last!
+        try FileManager.default.removeItem(atPath: bundle + "/migrations/" + last)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(
+            E2E.waitUntil(timeout: 10) { (try? daemon.client().callOne("status"))?.parameters["bundleVersion"] == 2 },
+            "\(daemon.log.suffix(2000))")
+        for (name, line) in calls {
+            let reply = try client.callOne(line)
+            #expect(reply.error == .accountTooNew, "\(name): \(reply.error?.rawValue ?? "success") \(reply.message ?? "")")
+        }
+        // Its table was closed: nothing of the daemon's is left open on the file.
+        let path = daemon.accountPath("carol")
+        #expect(["-wal", "-shm"].filter { FileManager.default.fileExists(atPath: path + $0) } == [])
+        #expect(try E2E.userVersion(path) == 3)
+    }
 }

@@ -117,7 +117,9 @@ import Testing
             }
         }
 
-        // Every Set was answered, so every event was published: read them all.
+        // Every Set was answered, so every event was published: read them all (each one is
+        // there to read by now, so a wait of seconds means one never comes).
+        watcher.setReceiveTimeout(10)
         var received: [Int] = []
         var missed: [(at: Int, count: Int)] = []
         while received.count + missed.reduce(0, { $0 + $1.count }) < published {

@@ -109,7 +109,13 @@ final class PreferenceService: Sendable {
     }
 
     private func openAccountDatabaseLocked(_ account: AccountName, store: AccountStore) throws -> PreferenceDatabase {
-        _ = try store.usableState(account)
+        do {
+            _ = try store.usableState(account)
+        } catch {
+            // A table opened under another bundle, for a file this one refuses, goes.
+            close(account)
+            throw error
+        }
         let tick = clock.add(1, ordering: .relaxed).newValue
         let target = store.bundle.targetVersion
         if let checked = accounts.withLock({ entries -> PreferenceDatabase? in

@@ -55,8 +55,8 @@ public final class PreferenceDatabase: Sendable {
     /// The file this table lives in.
     public let path: String
     private let table: String
-    /// The connection, once the table exists; opened by the first write otherwise. Used
-    /// by the committing thread and by ``close()`` once that thread is done.
+    /// The connection that writes: opened at once with `create`, else by the first write.
+    /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
     private let groupCommit: Bool
     private let state = Mutex(State())
@@ -68,9 +68,9 @@ public final class PreferenceDatabase: Sendable {
     /// Opens the preference table `table` in the SQLite file at `path` and loads its values.
     ///
     /// With `create`, the file and the table are made now if missing (the daemon's own
-    /// `device.sqlite`). Without it, the file must exist and is not changed here: a file
-    /// without the table reads as empty, and the connection is closed again until the
-    /// first write creates the table.
+    /// `device.sqlite`). Without it (an account's file), the file must exist and is only
+    /// read: a file without the table reads as empty, and the connection is closed again.
+    /// The first write opens it again, in WAL mode, and creates the table if needed.
     ///
     /// - Parameter groupCommit: when false, every change gets a transaction of its own
     ///   (for comparison in benchmarks).
@@ -85,15 +85,14 @@ public final class PreferenceDatabase: Sendable {
         }
         let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: create))
         var values: [String: [String: JSONValue]] = [:]
-        let exists = try database.read { db in
-            guard try db.tableExists(table) else { return false }
+        try database.read { db in
+            guard try db.tableExists(table) else { return }
             for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
                 let text: String = row["value"]
                 values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
             }
-            return true
         }
-        if create || exists {
+        if create {
             try Self.prepareForWriting(database, table: table)
             connection = Mutex(database)
         } else {
@@ -131,8 +130,8 @@ public final class PreferenceDatabase: Sendable {
         }
     }
 
-    /// The connection for a commit, opened (in WAL mode, with the table) on the first write
-    /// to a file that had no table. On the committing thread only.
+    /// The connection for a commit, opened (in WAL mode, with the table) by the first write.
+    /// On the committing thread only.
     private func writer() throws -> DatabaseQueue {
         if let open = connection.withLock({ $0 }) { return open }
         // Opening would create a file that went away; an account file is made only by a switch.

@@ -15,7 +15,8 @@ import Synchronization
 ///
 /// Reads are served from an in-memory copy of the table, loaded when the database is
 /// opened and updated after each commit: the daemon is the only writer of its
-/// preference tables.
+/// preference tables. Reading never writes: a file without the table reads as empty, and
+/// the table (and WAL mode) comes with the first write.
 public final class PreferenceDatabase: Sendable {
     /// One change.
     public enum Change: Sendable {
@@ -54,7 +55,9 @@ public final class PreferenceDatabase: Sendable {
     /// The file this table lives in.
     public let path: String
     private let table: String
-    private let database: DatabaseQueue
+    /// The connection that writes: opened at once with `create`, else by the first write.
+    /// Used by the committing thread, and by ``close()`` once that thread is done.
+    private let connection: Mutex<DatabaseQueue?>
     private let groupCommit: Bool
     private let state = Mutex(State())
     private let flusher: DispatchQueue
@@ -62,7 +65,12 @@ public final class PreferenceDatabase: Sendable {
     /// whose timeout is on the monotonic clock: a wall clock set back cannot stretch a gather.)
     private let gathered = DispatchSemaphore(value: 0)
 
-    /// Opens (creating if needed) the preference table `table` in the SQLite file at `path`.
+    /// Opens the preference table `table` in the SQLite file at `path` and loads its values.
+    ///
+    /// With `create`, the file and the table are made now if missing (the daemon's own
+    /// `device.sqlite`). Without it (an account's file), the file must exist and is only
+    /// read: a file without the table reads as empty, and the connection is closed again.
+    /// The first write opens it again, in WAL mode, and creates the table if needed.
     ///
     /// - Parameter groupCommit: when false, every change gets a transaction of its own
     ///   (for comparison in benchmarks).
@@ -71,10 +79,42 @@ public final class PreferenceDatabase: Sendable {
         self.table = table
         self.groupCommit = groupCommit
         flusher = DispatchQueue(label: "accountd.preferences.\(table)")
-        if create && !FileSystem.exists(path) { try FileSystem.createExclusive(path) }
+        if !FileSystem.exists(path) {
+            guard create else { throw Self.missing(path) }
+            try FileSystem.createExclusive(path)
+        }
+        let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: create))
+        var values: [String: [String: JSONValue]] = [:]
+        try database.read { db in
+            guard try db.tableExists(table) else { return }
+            for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
+                let text: String = row["value"]
+                values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
+            }
+        }
+        if create {
+            try Self.prepareForWriting(database, table: table)
+            connection = Mutex(database)
+        } else {
+            try database.close()
+            connection = Mutex(nil)
+        }
+        state.withLock { $0.values = values }
+    }
+
+    private static func missing(_ path: String) -> AccountdError {
+        AccountdError(.storage, "\(path) does not exist; preferences are kept only in a file that exists", file: path)
+    }
+
+    /// How preference connections are configured; `wal` switches the file to WAL mode, a write.
+    private static func configuration(wal: Bool) -> Configuration {
         var config = Connections.configuration(foreignKeys: false, label: "preferences")
-        config.journalMode = .wal
-        database = try DatabaseQueue(path: path, configuration: config)
+        if wal { config.journalMode = .wal }
+        return config
+    }
+
+    /// Makes `database` ready to take changes: `synchronous = FULL` and the table.
+    private static func prepareForWriting(_ database: DatabaseQueue, table: String) throws {
         try Connections.requireFullSync(database)
         try database.write { db in
             try db.execute(
@@ -88,14 +128,23 @@ public final class PreferenceDatabase: Sendable {
                     ) WITHOUT ROWID
                     """)
         }
-        var values: [String: [String: JSONValue]] = [:]
-        try database.read { db in
-            for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
-                let text: String = row["value"]
-                values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
-            }
+    }
+
+    /// The connection for a commit, opened (in WAL mode, with the table) by the first write.
+    /// On the committing thread only.
+    private func writer() throws -> DatabaseQueue {
+        if let open = connection.withLock({ $0 }) { return open }
+        // Opening would create a file that went away; an account file is made only by a switch.
+        guard FileSystem.exists(path) else { throw Self.missing(path) }
+        let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: true))
+        do {
+            try Self.prepareForWriting(database, table: table)
+        } catch {
+            try? database.close()
+            throw error
         }
-        state.withLock { $0.values = values }
+        connection.withLock { $0 = database }
+        return database
     }
 
     /// The value of `key` in `namespace`, or nil.
@@ -204,7 +253,7 @@ public final class PreferenceDatabase: Sendable {
         let now = Timestamp.now()
         var existed: [Bool] = []
         do {
-            try database.write { db in
+            try writer().write { db in
                 existed = []
                 for pending in batch {
                     switch pending.change {
@@ -245,6 +294,7 @@ public final class PreferenceDatabase: Sendable {
             flusher.sync {}
             if state.withLock({ $0.draining }) { usleep(100) }
         }
+        guard let database = connection.withLock({ $0 }) else { return }
         try? database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try? database.close()
     }

@@ -157,13 +157,7 @@ public final class AccountStore: Sendable {
                 .migrated, from: facts.version, version: target, snapshot: snapshot, edited: edited, migrationMs: migrationMs,
                 snapshotMs: snapshotMs)
         default:
-            guard facts.lastCompatibleVersion <= target else {
-                throw AccountdError(
-                    .accountTooNew,
-                    "account \(account) is at version \(facts.version), newer than this bundle's \(target), and needs a bundle "
-                        + "at version \(facts.lastCompatibleVersion) or later to be read; upgrade the app. The file was left untouched",
-                    account: account.rawValue, file: path, fromVersion: facts.version, toVersion: target)
-            }
+            guard isUsable(facts) else { throw tooNew(account, facts) }
             remember()
             return outcome(.opened, version: facts.version, compatible: true, edited: edited)
         }
@@ -227,23 +221,12 @@ public final class AccountStore: Sendable {
             sizeBytes: size, createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
         guard status.exists else { return status }
         do {
-            let facts: AccountFacts
-            if let main = FileStamp(path: path), let cached = known.withLock({ $0[account] }), cached.main == main,
-                cached.wal == FileStamp(path: path + "-wal")
-            {
-                facts = cached.facts
-            } else {
-                facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
-            }
+            let facts = try readFacts(account)
             status.version = facts.version
             status.createdAt = facts.createdAt
             status.lastMigration = facts.applied.last
             status.editedMigrations = editedMigrations(facts)
-            status.state =
-                facts.version == bundle.targetVersion
-                ? .current
-                : facts.version < bundle.targetVersion
-                    ? .outdated : facts.lastCompatibleVersion <= bundle.targetVersion ? .compatibleNewer : .tooNew
+            status.state = state(of: facts)
         } catch let error as AccountdError where error.kind == .accountBusy {
             status.state = .migrating
         } catch {
@@ -251,6 +234,54 @@ public final class AccountStore: Sendable {
             status.problem = (error as? AccountdError)?.message ?? "\(error)"
         }
         return status
+    }
+
+    /// The state of `account`'s file when the daemon may use it as it is, without switching
+    /// to it: `current`, `outdated` or `compatibleNewer`. Decides as ``open(_:create:progress:)``
+    /// does, but never creates, migrates or writes: a refused file keeps every byte, and no
+    /// `-wal` or `-shm` is left beside it.
+    ///
+    /// Call it while holding the account (``withAccount(_:_:)``), so that no migration or
+    /// restore of this account runs between the check and the work it allows.
+    ///
+    /// - Throws: ``AccountdError``: `accountNotFound` for a missing file, `accountCorrupt` for a
+    ///   file that is not SQLite, not an accountd file or bound to another account,
+    ///   `accountTooNew` for a newer file not readable by this bundle, `accountBusy` when
+    ///   another process holds it locked, `storage` when it cannot be opened at all.
+    public func usableState(_ account: AccountName) throws -> AccountStatus.State {
+        let facts = try readFacts(account)
+        guard isUsable(facts) else { throw tooNew(account, facts) }
+        return state(of: facts)
+    }
+
+    /// What the file says about itself: remembered from the last inspection while its file and
+    /// WAL are unchanged, else read (shallowly: no page scan) without changing the file.
+    private func readFacts(_ account: AccountName) throws -> AccountFacts {
+        let path = root.accountPath(account)
+        if let main = FileStamp(path: path), let cached = known.withLock({ $0[account] }), cached.main == main,
+            cached.wal == FileStamp(path: path + "-wal")
+        {
+            return cached.facts
+        }
+        return try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
+    }
+
+    /// Where a readable file stands against the bundle's target.
+    private func state(of facts: AccountFacts) -> AccountStatus.State {
+        let target = bundle.targetVersion
+        if facts.version == target { return .current }
+        if facts.version < target { return .outdated }
+        return facts.lastCompatibleVersion <= target ? .compatibleNewer : .tooNew
+    }
+
+    /// The refusal of a file newer than the bundle and not readable by it.
+    private func tooNew(_ account: AccountName, _ facts: AccountFacts) -> AccountdError {
+        let target = bundle.targetVersion
+        return AccountdError(
+            .accountTooNew,
+            "account \(account) is at version \(facts.version), newer than this bundle's \(target), and needs a bundle "
+                + "at version \(facts.lastCompatibleVersion) or later to be read; upgrade the app. The file was left untouched",
+            account: account.rawValue, file: root.accountPath(account), fromVersion: facts.version, toVersion: target)
     }
 
     /// A full check of an account file: integrity, foreign keys, schema and edited migrations.

@@ -37,7 +37,7 @@ extension Dispatcher {
         let target = try preferenceTarget(request)
         var database: PreferenceDatabase?
         if let account = target.account {
-            guard let open = service.preferences.openAccountDatabase(account) else { return nil }
+            guard let open = service.preferences.openAccountDatabase(account, store: service.store) else { return nil }
             database = open
         }
         return try read(request.method, target, accountDatabase: database)
@@ -129,7 +129,7 @@ extension Dispatcher {
             case .device:
                 database = try service.preferences.deviceDatabase
             case .account:
-                guard let open = service.preferences.openAccountDatabase(target.account!) else { return .needsTask }
+                guard let open = service.preferences.openAccountDatabase(target.account!, store: service.store) else { return .needsTask }
                 database = open
             }
             database.apply(change) { result in
@@ -186,11 +186,12 @@ extension Dispatcher {
         throw AccountdError(.accountBusy, "account \(account) kept changing while its preference was being saved; retry", account: account.rawValue)
     }
 
-    /// The account's preference table: at once when it is open, else opened on a pool thread.
+    /// The account's preference table: at once when it is open, else opened on a pool thread
+    /// once the file is found usable (see ``PreferenceService/accountDatabase(_:store:)``).
     private func accountDatabase(_ account: AccountName) async throws -> PreferenceDatabase {
-        let preferences = service.preferences
-        if let open = preferences.openAccountDatabase(account) { return open }
-        return try await service.pool.run { try preferences.accountDatabase(account) }
+        let (preferences, store) = (service.preferences, service.store)
+        if let open = preferences.openAccountDatabase(account, store: store) { return open }
+        return try await service.pool.run { try preferences.accountDatabase(account, store: store) }
     }
 
     static func keyNotFound(_ namespace: String, _ key: String, _ account: AccountName?) -> ProtocolError {

@@ -373,7 +373,8 @@ final class Connection: ChannelDuplexHandler {
         let events = hub.subscribe()
         let channel = context.channel
         watch = Task(executorPreference: executor) {
-            for await event in events {
+            defer { events.finish() }
+            while let event = await events.next() {
                 let reply = Reply(parameters: event, continues: true)
                 do {
                     try await channel.writeAndFlush(ByteBuffer(string: reply.encoded())).get()

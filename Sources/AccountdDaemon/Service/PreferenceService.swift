@@ -8,27 +8,40 @@ import Synchronization
 /// `device` values live in `device.sqlite`, `account` values in each account's own
 /// file (at most ``openAccountLimit`` account files are kept open, least recently used
 /// first out), and `memory` values only here.
+///
+/// An account's file is used only when the current bundle may use it as it is (see
+/// ``AccountStore/usableState(_:)``): current, outdated or newer but readable. A missing,
+/// corrupt, foreign, misbound or too-new file is refused and left exactly as it was.
 final class PreferenceService: Sendable {
     static let openAccountLimit = 8
     static let maximumKeyBytes = 1024
 
+    /// An account's open preference table, and the bundle version it was allowed under.
+    private struct OpenAccount {
+        var database: PreferenceDatabase
+        /// The target of the bundle whose store allowed the file; a reload to another target
+        /// checks the file again before it is used.
+        var target: Int
+        var used: UInt64
+    }
+
     let namespaces: [String: PreferenceScope]
-    private let store: AccountStore
+    private let root: DataRoot
     private let hub: EventHub
     private let groupCommit: Bool
     private let device: PreferenceDatabase?
     private let memory = Mutex<[String: [String: JSONValue]]>([:])
-    private let accounts = Mutex<[AccountName: (database: PreferenceDatabase, used: UInt64)]>([:])
+    private let accounts = Mutex<[AccountName: OpenAccount]>([:])
     private let clock = Atomic<UInt64>(0)
 
-    init(declarations: [NamespaceDeclaration], store: AccountStore, hub: EventHub, groupCommit: Bool) throws {
+    init(declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool) throws {
         namespaces = Dictionary(declarations.map { ($0.name, $0.scope) }, uniquingKeysWith: { a, _ in a })
-        self.store = store
+        self.root = root
         self.hub = hub
         self.groupCommit = groupCommit
         device =
             declarations.contains { $0.scope == .device }
-            ? try PreferenceDatabase(path: store.root.devicePath, table: "prefs", groupCommit: groupCommit, create: true) : nil
+            ? try PreferenceDatabase(path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true) : nil
     }
 
     /// The scope of `namespace`, or `NamespaceNotFound`.
@@ -69,44 +82,55 @@ final class PreferenceService: Sendable {
         }
     }
 
-    /// The preference table of `account` if it is open already; never blocks.
-    func openAccountDatabase(_ account: AccountName) -> PreferenceDatabase? {
+    /// The preference table of `account` if it is open already and was allowed under the
+    /// bundle of `store`; never blocks.
+    func openAccountDatabase(_ account: AccountName, store: AccountStore) -> PreferenceDatabase? {
         let tick = clock.add(1, ordering: .relaxed).newValue
+        let target = store.bundle.targetVersion
         return accounts.withLock { entries in
+            guard entries[account]?.target == target else { return nil }
             entries[account]?.used = tick
             return entries[account]?.database
         }
     }
 
-    /// The preference table of `account`, opened if needed. Blocking: call from a pool thread.
-    func accountDatabase(_ account: AccountName) throws -> PreferenceDatabase {
+    /// The preference table of `account`, opened if needed, once `store` has found the file
+    /// usable. Blocking: call from a pool thread.
+    ///
+    /// Opening reads the table and writes nothing; a file without the table gets it with
+    /// its first Set.
+    ///
+    /// - Throws: ``AccountdError``: `accountNotFound`, `accountCorrupt`, `accountTooNew` or
+    ///   `accountBusy` as ``AccountStore/usableState(_:)`` decides, or `storage`.
+    func accountDatabase(_ account: AccountName, store: AccountStore) throws -> PreferenceDatabase {
+        if let open = openAccountDatabase(account, store: store) { return open }
+        // Under the account's lock: a switch or restore of this account finishes first.
+        return try store.withAccount(account) { try openAccountDatabaseLocked(account, store: store) }
+    }
+
+    private func openAccountDatabaseLocked(_ account: AccountName, store: AccountStore) throws -> PreferenceDatabase {
+        do {
+            _ = try store.usableState(account)
+        } catch {
+            // A table opened under another bundle, for a file this one refuses, goes.
+            close(account)
+            throw error
+        }
         let tick = clock.add(1, ordering: .relaxed).newValue
-        if let open = accounts.withLock({ entries -> PreferenceDatabase? in
+        let target = store.bundle.targetVersion
+        if let checked = accounts.withLock({ entries -> PreferenceDatabase? in
+            entries[account]?.target = target
             entries[account]?.used = tick
             return entries[account]?.database
         }) {
-            return open
-        }
-        // Under the account's lock: a switch or restore of this account finishes first.
-        return try store.withAccount(account) { try openAccountDatabaseLocked(account, tick: tick) }
-    }
-
-    private func openAccountDatabaseLocked(_ account: AccountName, tick: UInt64) throws -> PreferenceDatabase {
-        let status = store.status(account)
-        switch status.state {
-        case .missing:
-            throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
-        case .corrupt:
-            throw AccountdError(.accountCorrupt, status.problem ?? "account \(account) is not usable", account: account.rawValue)
-        default:
-            break
+            return checked
         }
         let database = try PreferenceDatabase(
-            path: store.root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false)
+            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false)
         var evicted: [PreferenceDatabase] = []
         let winner = accounts.withLock { entries -> PreferenceDatabase in
             if let raced = entries[account] { return raced.database }
-            entries[account] = (database, tick)
+            entries[account] = OpenAccount(database: database, target: target, used: tick)
             while entries.count > Self.openAccountLimit, let oldest = entries.min(by: { $0.value.used < $1.value.used }) {
                 evicted.append(oldest.value.database)
                 entries[oldest.key] = nil

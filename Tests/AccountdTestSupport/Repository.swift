@@ -16,7 +16,8 @@ public enum Repository {
     /// A plain clone has neither; tests that need the histories are then skipped
     /// (see ``corpusIsPresent`` and ``corpusSkipReason``), and `.ci/run` sets the variable.
     public static var corpus: String {
-        ProcessInfo.processInfo.environment["ACCOUNTD_CORPUS"] ?? root + "/../shared/corpus"
+        ProcessInfo.processInfo.environment["ACCOUNTD_CORPUS"]
+            ?? URL(fileURLWithPath: root).deletingLastPathComponent().appendingPathComponent("shared/corpus").path
     }
 
     /// Whether ``corpus`` is a folder.

@@ -24,6 +24,7 @@ public struct HistoryGenerator {
     public struct Step: Sendable {
         /// The part of the file name after `NNNN_`.
         public var name: String
+        /// The statements, each ending with `;`.
         public var sql: String
         /// The operations the step performs, for coverage checks.
         public var operations: [Operation]
@@ -49,19 +50,25 @@ public struct HistoryGenerator {
         try BundleFixture.write(at: path, steps: history.map { $0.sql + "\n" }, names: history.map(\.name))
     }
 
+    /// The schema as the steps written so far leave it.
     var model = HistoryModel()
+    /// The only source of choices, so a seed decides everything.
     var random: SeededRandom
     /// The version being written, for literals that differ from one step to the next.
     var version = 0
+    /// The statements of the step being written.
     var statements: [String] = []
+    /// The operations of the step being written.
     var operations: [Operation] = []
     /// The operations of the steps written so far.
     var used: Set<Operation> = []
     /// Rows inserted by the history so far, which makes each literal row distinct.
     var rowsInserted = 0
 
+    /// A generator whose every choice follows from `seed`.
     init(seed: UInt64) { random = SeededRandom(seed: seed &* 0x9E37_79B9 &+ 0xACC0) }
 
+    /// Table names, columns names and words for text values: none is an SQL keyword.
     static let tableWords = ["author", "book", "shelf", "reader", "loan", "review", "place", "trip", "photo", "album",
                              "track", "artist", "recipe", "pantry", "device", "sensor", "invoice", "client", "project", "task"]
     static let columnWords = ["title", "body", "rating", "pages", "price", "note", "status", "color", "weight", "score",
@@ -69,6 +76,7 @@ public struct HistoryGenerator {
                               "code", "volume", "tempo", "remark", "flavor", "mood"]
     static let textWords = ["apple", "river", "stone", "cloud", "maple", "ember", "harbor", "violet", "quartz", "meadow"]
 
+    /// Writes migration `version`: tables to start with, then one to three operations.
     mutating func step(_ version: Int) -> Step {
         self.version = version
         statements = []
@@ -86,8 +94,11 @@ public struct HistoryGenerator {
 
     // MARK: - Choosing
 
+    /// Rowid tables with an `INTEGER PRIMARY KEY`.
     var plainTables: [HistoryModel.Table] { model.tables.filter(\.isPlain) }
+    /// Every table that is not virtual.
     var ordinaryTables: [HistoryModel.Table] { model.tables.filter { !$0.isVirtual } }
+    /// The virtual tables.
     var virtualTables: [HistoryModel.Table] { model.tables.filter(\.isVirtual) }
 
     /// Plain tables with a text column that is not the key, for full-text indexes.
@@ -95,6 +106,7 @@ public struct HistoryGenerator {
         plainTables.filter { table in table.columns.contains { !$0.isKey && $0.kind == .text && $0.reference == nil } }
     }
 
+    /// A weighted random operation; now and then one the history has not used yet.
     mutating func chooseOperation() -> Operation {
         var weighted: [(Operation, Int)] = [
             (.createTable, plainTables.count < 6 ? 3 : 1), (.addColumn, 5), (.dropColumn, 3), (.renameColumn, 3),
@@ -157,6 +169,7 @@ public struct HistoryGenerator {
 
     // MARK: - Names and values
 
+    /// `base`, or `base2`, `base3`...: a name no table, index, view, trigger or shadow table has.
     mutating func freshName(_ base: String) -> String {
         let used = model.usedNames
         if !used.contains(base.lowercased()) { return base }
@@ -165,6 +178,7 @@ public struct HistoryGenerator {
         return "\(base)\(n)"
     }
 
+    /// A column name `table` does not have yet.
     mutating func freshColumnName(in table: HistoryModel.Table, _ base: String? = nil) -> String {
         let base = base ?? random.pick(Self.columnWords)
         let used = Set(table.columns.map { $0.name.lowercased() })
@@ -174,6 +188,7 @@ public struct HistoryGenerator {
         return "\(base)\(n)"
     }
 
+    /// A declared type with the affinity of `kind`, in one of its common spellings.
     mutating func declaredType(_ kind: HistoryModel.Kind) -> String {
         switch kind {
         case .text: random.pick(["TEXT", "TEXT", "VARCHAR(40)", "CLOB"])
@@ -185,6 +200,7 @@ public struct HistoryGenerator {
         }
     }
 
+    /// A constant `DEFAULT` for `kind`, as `ALTER TABLE ADD COLUMN` accepts it.
     static func defaultSQL(_ kind: HistoryModel.Kind) -> String {
         switch kind {
         case .text: "'none'"
@@ -230,10 +246,12 @@ public struct HistoryGenerator {
         }
     }
 
+    /// A nullable column without constraints, with a fresh id and name.
     mutating func newColumn(in table: HistoryModel.Table, kind: HistoryModel.Kind? = nil) -> HistoryModel.Column {
         let kind = kind ?? random.pick(HistoryModel.Kind.allCases)
         return HistoryModel.Column(id: model.newID(), name: freshColumnName(in: table), kind: kind, declaredType: declaredType(kind))
     }
 
+    /// Appends a statement to the step being written.
     mutating func emit(_ sql: String) { statements.append(sql) }
 }

@@ -10,6 +10,7 @@ struct HistoryModel {
     /// What a value in a column looks like; decides literals, defaults and updates.
     enum Kind: CaseIterable { case text, integer, real, blob, boolean, date }
 
+    /// A column of an ordinary or virtual table.
     struct Column {
         var id: Int
         var name: String
@@ -29,6 +30,7 @@ struct HistoryModel {
         var isKey = false
     }
 
+    /// How a table is declared.
     enum TableKind: Equatable {
         /// A rowid table whose first column is its `INTEGER PRIMARY KEY`.
         case plain
@@ -38,6 +40,7 @@ struct HistoryModel {
         case virtual(Virtual)
     }
 
+    /// The kinds of virtual table, with what each reads.
     enum Virtual: Equatable {
         /// FTS5 over columns of another table (`content=`), kept in step by triggers.
         case fts5External(content: Int)
@@ -47,6 +50,7 @@ struct HistoryModel {
         case rtree
     }
 
+    /// A table, ordinary or virtual, and its columns in declaration order.
     struct Table {
         var id: Int
         var name: String
@@ -66,8 +70,10 @@ struct HistoryModel {
         var kind: ObjectKind
     }
 
+    /// The statement that fires a trigger.
     enum Event: String { case insert = "INSERT", delete = "DELETE", update = "UPDATE" }
 
+    /// What an index, view or trigger does, by table and column numbers.
     enum ObjectKind {
         case index(table: Int, columns: [Int], lowered: Bool, partial: Bool, descending: Bool)
         case view(table: Int, columns: [Int], filter: Int?)
@@ -81,15 +87,19 @@ struct HistoryModel {
         case sync(table: Int, virtual: Int, event: Event, columns: [Int], targets: [Int])
     }
 
+    /// Tables in creation order.
     var tables: [Table] = []
+    /// Indexes, views and triggers in creation order.
     var objects: [Object] = []
     private var nextID = 1
 
+    /// A number no table or column has had.
     mutating func newID() -> Int {
         defer { nextID += 1 }
         return nextID
     }
 
+    /// Look-ups by number; the number must exist.
     func table(_ id: Int) -> Table { tables.first { $0.id == id }! }
     func tableIndex(_ id: Int) -> Int { tables.firstIndex { $0.id == id }! }
     func name(_ table: Int) -> String { self.table(table).name }
@@ -132,10 +142,12 @@ struct HistoryModel {
         }
     }
 
+    /// Objects that use `table`.
     func objects(using table: Int) -> [Object] {
         objects.filter { dependencies(of: $0).contains { $0.table == table } }
     }
 
+    /// Objects that use `column` of `table`.
     func objects(using table: Int, column: Int) -> [Object] {
         objects.filter { dependencies(of: $0).contains { $0.table == table && $0.columns.contains(column) } }
     }
@@ -167,6 +179,7 @@ struct HistoryModel {
 
     // MARK: - SQL
 
+    /// The `CREATE TABLE` (or `CREATE VIRTUAL TABLE`) statement of `table`, under another name if given.
     func createSQL(_ table: Table, as name: String? = nil) -> String {
         let name = name ?? table.name
         switch table.kind {
@@ -191,6 +204,7 @@ struct HistoryModel {
         }
     }
 
+    /// One column definition, constraints included.
     func columnSQL(_ column: Column, autoincrement: Bool) -> String {
         var parts = [column.name]
         if !column.declaredType.isEmpty { parts.append(column.declaredType) }
@@ -209,6 +223,7 @@ struct HistoryModel {
         return parts.joined(separator: " ")
     }
 
+    /// The `CREATE INDEX`, `CREATE VIEW` or `CREATE TRIGGER` statement of `object`.
     func createSQL(_ object: Object) -> String {
         switch object.kind {
         case let .index(table, columns, lowered, partial, descending):
@@ -264,6 +279,7 @@ struct HistoryModel {
         }
     }
 
+    /// The statement that drops `object`.
     func dropSQL(_ object: Object) -> String {
         switch object.kind {
         case .index: "DROP INDEX \(object.name)"

@@ -3,6 +3,7 @@
 extension HistoryGenerator {
     // MARK: - Indexes, views, triggers
 
+    /// An index over one or two columns: plain, partial, on `lower()` or descending.
     mutating func createIndex() -> Bool {
         let candidates = ordinaryTables.filter { $0.columns.count >= 2 }
         guard !candidates.isEmpty else { return false }
@@ -17,11 +18,13 @@ extension HistoryGenerator {
         return true
     }
 
+    /// Creates `object` and records it.
     mutating func add(_ object: HistoryModel.Object) {
         emit(model.createSQL(object))
         model.objects.append(object)
     }
 
+    /// A view over some columns of one table, perhaps filtered.
     mutating func createView() -> Bool {
         let candidates = plainTables.filter { $0.columns.count >= 2 }
         guard !candidates.isEmpty else { return false }
@@ -33,6 +36,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// A view joining a child table to its parent over a foreign key.
     mutating func createJoinView() -> Bool {
         let links = plainTables.flatMap { child in
             child.columns.compactMap { column in
@@ -150,6 +154,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// The trigger that replays `event` on `source` into `virtual`.
     mutating func syncTrigger(_ source: Table, _ virtual: Table, _ event: HistoryModel.Event, _ columns: [Column], _ targets: [Int]) -> HistoryModel.Object {
         HistoryModel.Object(
             name: freshName("\(virtual.name)_\(event.rawValue.lowercased())"),
@@ -168,6 +173,7 @@ extension HistoryGenerator {
 
     // MARK: - Rows
 
+    /// Inserts literal rows into a plain table.
     mutating func insertRows() -> Bool {
         let candidates = plainTables
         guard !candidates.isEmpty else { return false }
@@ -175,6 +181,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// Inserts one to three rows into table `id`, each distinct from every other row the history inserts.
     mutating func insertRows(into id: Int) {
         let table = model.table(id)
         let columns = table.columns.filter { !$0.isKey && ($0.defaultSQL == nil || random.chance(60)) }
@@ -190,6 +197,7 @@ extension HistoryGenerator {
         emit("INSERT INTO \(table.name) (\(columns.map(\.name).joined(separator: ", "))) VALUES " + rows.joined(separator: ", "))
     }
 
+    /// Updates a column of some rows of a plain table.
     mutating func updateRows() -> Bool {
         let candidates = plainTables.filter { table in table.columns.contains { updatable($0, in: table) } }
         guard !candidates.isEmpty else { return false }
@@ -198,10 +206,12 @@ extension HistoryGenerator {
         return true
     }
 
+    /// Columns an update may change without breaking a key, a foreign key or a CHECK.
     func updatable(_ column: Column, in table: Table) -> Bool {
         !column.isKey && !column.unique && column.reference == nil && column.kind != .blob && column.kind != .date
     }
 
+    /// Updates `column` in some rows of table `id`.
     mutating func updateRows(in id: Int, column: Column) {
         let table = model.table(id)
         let value: String

@@ -1,11 +1,13 @@
 /// The operations of ``HistoryGenerator``: each one writes its statements and updates the
 /// model, or returns false, changing nothing, when the schema has nothing it can apply to.
 extension HistoryGenerator {
+    /// Short names for the model's types.
     typealias Table = HistoryModel.Table
     typealias Column = HistoryModel.Column
 
     // MARK: - Tables
 
+    /// A plain table with one to four columns, perhaps a foreign key, perhaps rows.
     mutating func createTable() {
         var table = Table(id: model.newID(), name: freshName(random.pick(Self.tableWords)), kind: .plain, columns: [])
         table.columns.append(Column(id: model.newID(), name: "id", kind: .integer, declaredType: "INTEGER", isKey: true))
@@ -37,6 +39,7 @@ extension HistoryGenerator {
         if random.chance(40) { insertRows(into: table.id) }
     }
 
+    /// A `WITHOUT ROWID` table linking two plain tables, with rows.
     mutating func createLinkTable() -> Bool {
         guard plainTables.count >= 2 else { return false }
         let pair = pickTwo(plainTables)
@@ -56,6 +59,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// Two different tables (there must be two).
     mutating func pickTwo(_ tables: [Table]) -> (Table, Table) {
         let first = random.below(tables.count)
         var second = random.below(tables.count - 1)
@@ -63,6 +67,7 @@ extension HistoryGenerator {
         return (tables[first], tables[second])
     }
 
+    /// `ALTER TABLE ... RENAME TO`, which SQLite carries into foreign keys, indexes, views and triggers.
     mutating func renameTable() -> Bool {
         // An external-content FTS table names its content table in its arguments, which
         // SQLite does not rewrite; an FTS5 table's 'delete' triggers name its hidden
@@ -82,6 +87,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// Drops a table nothing references, with the objects that use it first.
     mutating func dropTable() -> Bool {
         let candidates = model.tables.filter { table in
             model.referrers(of: table.id).isEmpty && model.externalIndexes(of: table.id).isEmpty
@@ -104,6 +110,7 @@ extension HistoryGenerator {
 
     // MARK: - Columns
 
+    /// `ALTER TABLE ... ADD COLUMN`: nullable, NOT NULL with a default, with a CHECK, or a foreign key; perhaps backfilled.
     mutating func addColumn() -> Bool {
         let candidates = ordinaryTables
         guard !candidates.isEmpty else { return false }
@@ -142,6 +149,7 @@ extension HistoryGenerator {
         }
     }
 
+    /// `ALTER TABLE ... DROP COLUMN`, with the objects that use the column first.
     mutating func dropColumn() -> Bool {
         let candidates = ordinaryTables.filter { droppableColumns($0).count >= 1 && $0.columns.count > 2 }
         guard !candidates.isEmpty else { return false }
@@ -153,6 +161,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// `ALTER TABLE ... RENAME COLUMN`.
     mutating func renameColumn() -> Bool {
         let candidates = ordinaryTables.filter { table in
             let pinned = model.pinnedColumns(of: table.id)
@@ -247,6 +256,7 @@ extension HistoryGenerator {
         return true
     }
 
+    /// `items` in a seeded random order.
     mutating func shuffled<T>(_ items: [T]) -> [T] {
         var items = items
         for i in stride(from: items.count - 1, to: 0, by: -1) { items.swapAt(i, random.below(i + 1)) }

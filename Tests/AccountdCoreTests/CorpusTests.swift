@@ -6,11 +6,16 @@ import Testing
 
 @testable import AccountdCore
 
-/// Real migration histories (../shared/corpus): an account created at every older
-/// version k and filled with linked rows migrates to the newest version with the
-/// same schema as a fresh account, and with the rows that the `sqlite3` shell
-/// produces when it replays the remaining steps on a copy.
-@Suite struct CorpusTests {
+/// Real migration histories (`$ACCOUNTD_CORPUS`, else ../shared/corpus): an account
+/// created at every older version k and filled with linked rows migrates to the newest
+/// version with the same schema as a fresh account, and with the rows that the `sqlite3`
+/// shell produces when it replays the remaining steps on a copy.
+///
+/// Skipped, with the reason printed, when the histories are absent (a plain clone);
+/// `.ci/run` sets `ACCOUNTD_CORPUS`, and a variable naming a missing folder fails
+/// ``corpusNamedByTheEnvironmentExists``.
+@Suite(.enabled(if: Repository.corpusIsPresent, Comment(rawValue: Repository.corpusSkipReason)))
+struct CorpusTests {
     struct Case: CustomTestStringConvertible, Sendable {
         var history: String
         var k: Int
@@ -52,54 +57,17 @@ import Testing
     @Test(arguments: cases)
     func migratesFromEveryVersion(_ test: Case) throws {
         let dir = TestDirectory("\(test.history)\(test.k)")
-        let alice = try AccountName("alice")
-        let source = Repository.corpus + "/" + test.history
-        let n = Self.stepCount(test.history)
-        let full = try SchemaBundle.load(from: source)
+        try ReplayComparison.check(
+            Repository.corpus + "/" + test.history, from: test.k, seed: 0xACC0_0000 &+ UInt64(test.k),
+            ignoring: Self.ignored(test.history, k: test.k), in: dir)
+    }
+}
 
-        // An account at version k, built by accountd from the bundle truncated at k, filled with rows.
-        let truncated = try SchemaBundle.load(from: try BundleFixture.truncate(source, at: test.k, into: dir.sub("bundle-k")))
-        let root = try DataRoot(dir.sub("root"))
-        #expect(try AccountStore(root: root, bundle: truncated).open(alice).action == .created)
-        let path = root.accountPath(alice)
-        var fill = Configuration()
-        fill.foreignKeysEnabled = false
-        fill.acceptsDoubleQuotedStringLiterals = true
-        let filler = try DatabaseQueue(path: path, configuration: fill)
-        let inserted = try filler.write { db in try RowFiller.fill(db, rowsPerTable: 5, seed: 0xACC0_0000 &+ UInt64(test.k)) }
-        try filler.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
-        try filler.close()
-        #expect(inserted.values.reduce(0, +) > 0)
-
-        // The shell's reference: steps k+1..N replayed on a copy, foreign keys off.
-        let reference = dir.sub("reference.sqlite")
-        try FileManager.default.copyItem(atPath: path, toPath: reference)
-        let remaining = try (test.k + 1...n).map { version in
-            try String(contentsOfFile: full.directory + "/" + full.migrations[version - 1].relativePath, encoding: .utf8)
-        }
-        try Files.sqlite3(reference, ".bail on\nPRAGMA foreign_keys = OFF;\nBEGIN;\n" + remaining.joined(separator: "\n;\n") + "\n;\nCOMMIT;\n")
-
-        // accountd migrates the account itself.
-        let outcome = try AccountStore(root: root, bundle: full).open(alice)
-        #expect(outcome.action == .migrated)
-        #expect(outcome.fromVersion == test.k)
-        #expect(outcome.version == n)
-
-        // Same schema as a fresh account.
-        let freshRoot = try DataRoot(dir.sub("fresh"))
-        _ = try AccountStore(root: freshRoot, bundle: full).open(alice)
-        let migrated = try DatabaseQueue(path: path).read { try SchemaReader.read($0) }
-        let fresh = try DatabaseQueue(path: freshRoot.accountPath(alice)).read { try SchemaReader.read($0) }
-        #expect(migrated == fresh, "\(SchemaDiff(leftName: "migrated", rightName: "fresh").differences(migrated, fresh))")
-
-        // Same rows as the shell's replay.
-        let ignoring = Self.ignored(test.history, k: test.k)
-        let ours = try TableDump.dumpFile(path: path, ignoring: ignoring)
-        let theirs = try TableDump.dumpFile(path: reference, ignoring: ignoring)
-        #expect(ours.keys.sorted() == theirs.keys.sorted())
-        for table in theirs.keys.sorted() where ours[table] != theirs[table] {
-            Issue.record("table \(table) differs: accountd \(ours[table]?.count ?? 0) rows, shell \(theirs[table]?.count ?? 0) rows; first accountd row: \(ours[table]?.first ?? "-"); first shell row: \(theirs[table]?.first ?? "-")")
-        }
-        #expect(ours.values.reduce(0) { $0 + $1.count } > 0)
+/// A corpus named by `ACCOUNTD_CORPUS` must be there: CI sets the variable so that the
+/// real histories run, and a wrong path must fail rather than skip them quietly.
+@Suite struct CorpusLocationTests {
+    @Test(.enabled(if: Repository.corpusIsRequired, "ACCOUNTD_CORPUS is not set: the corpus is optional"))
+    func corpusNamedByTheEnvironmentExists() {
+        #expect(Repository.corpusIsPresent, "ACCOUNTD_CORPUS=\(Repository.corpus) is not a folder")
     }
 }

@@ -9,15 +9,17 @@ import GRDB
 /// `", "`, with values encoded by storage class: `null`, `i:42`, `r:1.5`,
 /// `t:"text"` (JSON-style escapes), `b:00ff` (lowercase hex). A table's rows are sorted,
 /// so row order and rowids don't matter. Tables named `sqlite_%` or `accountd_%`,
-/// views, virtual tables and their shadow tables are skipped.
+/// views and virtual tables are skipped, and so are the shadow tables that hold a
+/// virtual table's contents unless `shadowTables` is true (two files that ran the same
+/// statements have the same shadow rows; an export and rebuild need not).
 ///
 /// `ignoring` holds `"table.column"` entries (or `"*.column"` for every table) whose
 /// values are left out of the dump; names compare case-insensitively.
 public enum TableDump {
-    public static func dump(_ db: Database, ignoring: Set<String> = []) throws -> [String: [String]] {
+    public static func dump(_ db: Database, ignoring: Set<String> = [], shadowTables: Bool = false) throws -> [String: [String]] {
         let ignored = Set(ignoring.map { $0.lowercased() })
         var result: [String: [String]] = [:]
-        for table in try userTables(db) {
+        for table in try userTables(db, shadowTables: shadowTables) {
             var names: [String] = []
             for row in try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(quote(table)))") {
                 let name: String = row["name"]
@@ -49,12 +51,12 @@ public enum TableDump {
     }
 
     /// Opens the file read-only and dumps it.
-    public static func dumpFile(path: String, ignoring: Set<String> = []) throws -> [String: [String]] {
+    public static func dumpFile(path: String, ignoring: Set<String> = [], shadowTables: Bool = false) throws -> [String: [String]] {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)
         defer { try? queue.close() }
-        return try queue.read { db in try dump(db, ignoring: ignoring) }
+        return try queue.read { db in try dump(db, ignoring: ignoring, shadowTables: shadowTables) }
     }
 
     /// The canonical encoding of one value.
@@ -92,14 +94,14 @@ public enum TableDump {
         return l.hasPrefix("sqlite_") || l.hasPrefix("accountd_")
     }
 
-    /// User tables of the main schema (no virtual tables), sorted by name.
-    static func userTables(_ db: Database) throws -> [String] {
+    /// User tables of the main schema (no virtual tables, and shadow tables only when asked), sorted by name.
+    static func userTables(_ db: Database, shadowTables: Bool = false) throws -> [String] {
         var names: [String] = []
         do {
             for row in try Row.fetchAll(db, sql: "PRAGMA main.table_list") {
                 let type: String = row["type"]
                 let name: String = row["name"]
-                if type == "table" && !isSkipped(name) { names.append(name) }
+                if (type == "table" || (shadowTables && type == "shadow")) && !isSkipped(name) { names.append(name) }
             }
         } catch {
             // SQLite older than 3.37: no table_list pragma.

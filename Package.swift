@@ -88,6 +88,19 @@ let package = Package(
                 "AccountdTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        // The daemon's parts without a socket: the connection state machine, and the
+        // connection pipeline driven through NIO's EmbeddedChannel.
+        .testTarget(
+            name: "AccountdDaemonTests",
+            dependencies: [
+                "AccountdDaemon",
+                "AccountdCore",
+                "AccountdProtocol",
+                "AccountdTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // End-to-end: the real accountd and accountctl binaries, real sockets, real files.
         .testTarget(
             name: "EndToEndTests",

@@ -5,7 +5,8 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
-/// The Unix-socket server: binds (or adopts) the socket and runs one ``Connection`` per client.
+/// The Unix-socket server: binds (or adopts) the socket and runs one ``RequestFramer`` and
+/// ``Connection`` per client.
 struct SocketServer: Service {
     /// Where the listening socket comes from.
     enum Listener: Sendable {
@@ -46,15 +47,14 @@ struct SocketServer: Service {
                     // A connection over the limit gets no handler: it is answered with an error and closed.
                     guard counter.enter() else { return Accepted(channel: channel, peer: peer, admitted: false) }
                     channel.closeFuture.whenComplete { _ in counter.leave() }
-                    let activity = ConnectionActivity()
                     let pipeline = channel.pipeline.syncOperations
                     if let idleTimeout {
-                        try pipeline.addHandlers(IdleStateHandler(allTimeout: idleTimeout), IdleCloser(activity: activity))
+                        // Its events reach the connection, which closes only when nothing is in progress.
+                        try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                     }
-                    try pipeline.addHandler(
-                        Connection(
-                            peer: peer, activity: activity, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes,
-                            logger: logger))
+                    try pipeline.addHandlers(
+                        RequestFramer(maximumRequestBytes: maximumRequestBytes),
+                        Connection(peer: peer, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes, logger: logger))
                     return Accepted(channel: channel, peer: peer, admitted: true)
                 }
         }

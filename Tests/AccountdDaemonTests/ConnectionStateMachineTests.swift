@@ -28,7 +28,7 @@ import Testing
 
         var description: String {
             switch self {
-            case .request(let line): "request \(line)"
+            case .request(let line): line.count > 16 ? "request of \(line.count) bytes" : "request \(line)"
             case .tooLarge: "tooLarge"
             case .next(let writable): writable ? "next" : "next(unwritable)"
             case .fullTurn: "fullTurn"

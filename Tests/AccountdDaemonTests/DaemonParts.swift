@@ -13,6 +13,7 @@ final class DaemonParts {
     private let pool = BlockingPool(threads: 2)
     private let preferences: PreferenceService
 
+    /// Builds the parts over a new data root at `path`.
     init(dataRoot path: String) throws {
         let root = try DataRoot(path)
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())

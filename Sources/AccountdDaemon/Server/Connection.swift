@@ -50,6 +50,8 @@ final class Connection: ChannelDuplexHandler {
     private var watch: Task<Void, Never>?
     private var executor: EventLoopExecutor?
 
+    /// A connection from `peer`, answering through `dispatcher`; `maximumRequestBytes` is
+    /// `requests.maxBytes`, quoted in `RequestTooLarge`.
     init(peer: PeerCredentials, dispatcher: Dispatcher, hub: EventHub, maximumRequestBytes: Int, logger: Logger) {
         self.peer = peer
         self.dispatcher = dispatcher

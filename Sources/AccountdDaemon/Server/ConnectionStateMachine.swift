@@ -108,6 +108,7 @@ struct ConnectionStateMachine: Sendable {
     /// Requests answered in this turn, since ``beginTurn()``.
     private var answeredThisTurn = 0
 
+    /// A new connection: idle, its input open, nothing queued.
     init() {}
 
     // MARK: Requests

@@ -22,6 +22,7 @@ final class RequestFramer: ChannelInboundHandler {
     /// Nil once framing ended: after an oversized line, or at the end of input.
     private var framer: LineFramer?
 
+    /// A framer for lines of at most `maximumRequestBytes` (`requests.maxBytes`), line ending not counted.
     init(maximumRequestBytes: Int) {
         self.maximumRequestBytes = maximumRequestBytes
         framer = LineFramer(maximumLineLength: maximumRequestBytes)

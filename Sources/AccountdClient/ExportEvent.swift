@@ -1,0 +1,78 @@
+import AccountdProtocol
+
+/// What ``AccountdClient/export(account:format:)`` yields: data, then the totals.
+public enum ExportEvent: Sendable {
+    /// A `jsonl` row, as the JSON text the daemon sent.
+    case row(ExportRowLine)
+    /// A piece of an `sql` dump or of an `sqlite` file.
+    case chunk(ExportChunk)
+    /// What was sent, to check the export against; always the last element.
+    case finished(ExportTotals)
+}
+
+/// One `jsonl` export row as JSON text, `{"table":...,"row":{...}}`, kept undecoded.
+///
+/// An export can have millions of rows; most programs write them on as they are, so
+/// the client does not build a JSON tree for each. ``decoded()`` does when one is wanted.
+public struct ExportRowLine: Sendable {
+    /// The row reply's parameters as UTF-8 JSON text, without a newline.
+    public let json: ArraySlice<UInt8>
+
+    /// The row as a typed model.
+    ///
+    /// - Throws: ``AccountdClientError/unexpectedReply(_:)`` when the text is not a row.
+    public func decoded() throws(AccountdClientError) -> ExportRow {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(json)
+        } catch {
+            throw .unexpectedReply(ReplyDecodingError(model: "Export row", key: "parameters", expected: "a JSON object", found: nil))
+        }
+        do {
+            return try ExportRow(parameters: value)
+        } catch {
+            throw .unexpectedReply(error)
+        }
+    }
+}
+
+/// Recognises the two bulk export replies by their bytes, so that they need no JSON parse.
+///
+/// The daemon writes a row reply as `{"parameters":{"table":...},"continues":true}` and a
+/// file chunk as `{"parameters":{"data":"BASE64"},"continues":true}`; any other line takes
+/// the ordinary path through `Reply.decode`.
+enum ExportLines {
+    private static let parametersPrefix = Array("{\"parameters\":".utf8)
+    private static let rowPrefix = Array(("{\"parameters\":" + ExportRow.parametersPrefix).utf8)
+    private static let dataPrefix = Array(("{\"parameters\":" + ExportChunk.dataPrefix).utf8)
+    private static let continuesSuffix = Array(",\"continues\":true}".utf8)
+    private static let dataSuffix = Array("\"}".utf8) + continuesSuffix
+
+    /// Parses one export reply line.
+    static func parse(_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
+        if line.count > rowPrefix.count + continuesSuffix.count, line.starts(with: rowPrefix), line.hasSuffix(continuesSuffix) {
+            return (.row(ExportRowLine(json: line[parametersPrefix.count..<(line.count - continuesSuffix.count)])), false)
+        }
+        if line.count >= dataPrefix.count + dataSuffix.count, line.starts(with: dataPrefix), line.hasSuffix(dataSuffix),
+            let bytes = Base64.decode(line[dataPrefix.count..<(line.count - dataSuffix.count)])
+        {
+            return (.chunk(.data(bytes)), false)
+        }
+        let reply = try client.reply(line)
+        do {
+            guard reply.continues else { return (.finished(try ExportTotals(parameters: reply.parameters)), true) }
+            if ExportRow.isRow(reply.parameters) {
+                return (.row(ExportRowLine(json: Array(reply.parameters.serialized().utf8)[...])), false)
+            }
+            return (.chunk(try ExportChunk(parameters: reply.parameters)), false)
+        } catch {
+            throw .unexpectedReply(error)
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func hasSuffix(_ suffix: [UInt8]) -> Bool {
+        count >= suffix.count && self[(count - suffix.count)...].elementsEqual(suffix)
+    }
+}

@@ -37,8 +37,8 @@ extension AccountdClient {
         var entries: [ListEntry] = []
         var summary: ListSummary?
         let stream = ReplyStream<Either<ListEntry, ListSummary>>(
-            client: self, request: request, element: { .first(try ListEntry(parameters: $0)) },
-            last: { .second(try ListSummary(parameters: $0)) })
+            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .first(try ListEntry(parameters: parameters)) },
+            last: { parameters throws(ReplyDecodingError) in .second(try ListSummary(parameters: parameters)) })
         for try await item in stream {
             switch item {
             case .first(let entry): entries.append(entry)
@@ -75,8 +75,8 @@ extension AccountdClient {
         let request = Request(
             method: .switchAccount, parameters: Parameters([("account", .string(account)), ("create", .bool(create))]), more: true)
         return ReplyStream(
-            client: self, request: request, element: { .progress(try SwitchProgress(parameters: $0)) },
-            last: { .finished(try SwitchResult(parameters: $0)) })
+            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .progress(try SwitchProgress(parameters: parameters)) },
+            last: { parameters throws(ReplyDecodingError) in .finished(try SwitchResult(parameters: parameters)) })
     }
 
     /// Migrates accounts to the bundle's version without switching to them: one result
@@ -89,7 +89,7 @@ extension AccountdClient {
             }
         return ReplyStream(
             client: self, request: Request(method: .migrate, parameters: Parameters(parameters), more: true),
-            element: { .account(try MigrateResult(parameters: $0)) }, last: { .summary(try MigrateSummary(parameters: $0)) })
+            element: { parameters throws(ReplyDecodingError) in .account(try MigrateResult(parameters: parameters)) }, last: { parameters throws(ReplyDecodingError) in .summary(try MigrateSummary(parameters: parameters)) })
     }
 }
 

@@ -45,8 +45,8 @@ extension AccountdClient {
     /// ```
     public func watch() -> ReplyStream<WatchEvent> {
         ReplyStream(
-            client: self, request: Request(method: .watch, more: true), element: { try WatchEvent(parameters: $0) },
-            last: { $0 == .object([]) ? nil : try WatchEvent(parameters: $0) })
+            client: self, request: Request(method: .watch, more: true), element: { parameters throws(ReplyDecodingError) in try WatchEvent(parameters: parameters) },
+            last: { parameters throws(ReplyDecodingError) in parameters == .object([]) ? nil : try WatchEvent(parameters: parameters) })
     }
 
     private static func target(_ namespace: String, _ key: String?, _ account: String?) -> [(String, JSONValue)] {

@@ -81,7 +81,7 @@ extension ReplyStream {
     ) {
         self.init(client: client, request: request) { line, client throws(AccountdClientError) in
             let reply = try client.reply(line)
-            do {
+            do throws(ReplyDecodingError) {
                 return reply.continues ? (try element(reply.parameters), false) : (try last(reply.parameters), true)
             } catch {
                 throw .unexpectedReply(error)

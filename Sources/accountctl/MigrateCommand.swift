@@ -33,7 +33,7 @@ struct MigrateCommand: AsyncParsableCommand {
         var done: Int64 = 0
         progress.update(done: 0, total: total, force: true)
         var summary: MigrateSummary?
-        for try await event in await global.connect().migrate(all ? .all : .accounts(accounts)) {
+        for try await event in try await global.connect().migrate(all ? .all : .accounts(accounts)) {
             switch event {
             case .account(let entry):
                 if global.json {

@@ -30,7 +30,7 @@ struct SwitchCommand: AsyncParsableCommand {
     func run() async throws {
         var progress = Progress("migrating \(account)", shown: !global.json)
         var result: SwitchResult?
-        for try await event in await global.connect().switching(to: account, create: !noCreate) {
+        for try await event in try await global.connect().switching(to: account, create: !noCreate) {
             switch event {
             case .progress(let step):
                 if global.json {

@@ -24,7 +24,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         // The daemon ends a watch only when it stops (with ShuttingDown, an error).
-        for try await event in await global.connect().watch() {
+        for try await event in try await global.connect().watch() {
             if global.json {
                 Output.json(event.parameters)
             } else {

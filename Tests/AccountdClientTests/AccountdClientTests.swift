@@ -74,24 +74,30 @@ import Testing
         #expect(try await client.keys(namespace: "user", account: "bob") == [])
     }
 
+    /// The error `body` throws, or nil when it throws none.
+    private func clientError(_ body: () async throws -> Void) async -> AccountdClientError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? AccountdClientError
+        }
+    }
+
     @Test func daemonErrorsArriveTypedWithTheirWireNameAndFacts() async throws {
         let dir = TestDirectory()
         let daemon = try daemon(dir)
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
-        do {
-            _ = try await client.switchAccount("-bad")
-            Issue.record("a bad name was accepted")
-        } catch .daemon(let error) {
-            #expect(error.name == .invalidAccountName)
-            #expect(error[fact: "account"] == "-bad")
-            #expect(error.message.contains("may not begin with '-'"))
+        let invalid = await clientError { _ = try await client.switchAccount("-bad") }
+        guard case .daemon(let error)? = invalid else {
+            Issue.record("expected a daemon error, got \(String(describing: invalid))")
+            return
         }
-        do {
-            _ = try await client.switchAccount("nobody", create: false)
-            Issue.record("a missing account was opened")
-        } catch .daemon(let error) {
-            #expect(error.name == .accountNotFound)
-        }
+        #expect(error.name == .invalidAccountName)
+        #expect(error[fact: "account"] == "-bad")
+        #expect(error.message.contains("may not begin with '-'"))
+        let missing = await clientError { _ = try await client.switchAccount("nobody", create: false) }
+        #expect(missing?.errorName == .accountNotFound)
         // The connection stays usable after an error reply.
         try await client.ping()
     }
@@ -99,21 +105,21 @@ import Testing
     @Test func anUnreachableSocketSaysWhy() async throws {
         let dir = TestDirectory()
         let path = dir.sub("none.sock")
-        do {
-            _ = try await AccountdClient.connect(socketPath: path)
-            Issue.record("connected to a socket that does not exist")
-        } catch .unreachable(let socket, let reason) {
-            #expect(socket == path)
-            #expect(reason.hasPrefix("no such file"))
+        let missing = await clientError { _ = try await AccountdClient.connect(socketPath: path) }
+        guard case .unreachable(let socket, let reason)? = missing else {
+            Issue.record("expected unreachable, got \(String(describing: missing))")
+            return
         }
-        // A file that is no socket, nobody listening.
-        FileManager.default.createFile(atPath: path, contents: Data())
-        do {
-            _ = try await AccountdClient.connect(socketPath: path)
-            Issue.record("connected to a plain file")
-        } catch .unreachable(_, let reason) {
-            #expect(reason.hasPrefix("connection refused"))
+        #expect(socket == path)
+        #expect(reason.hasPrefix("no such file"))
+        // A file that is no socket: nobody listens on it.
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let refused = await clientError { _ = try await AccountdClient.connect(socketPath: path) }
+        guard case .unreachable(_, let why)? = refused else {
+            Issue.record("expected unreachable, got \(String(describing: refused))")
+            return
         }
+        #expect(why.hasPrefix("connection refused"))
     }
 
     @Test(arguments: ["jsonl", "sql", "sqlite"])

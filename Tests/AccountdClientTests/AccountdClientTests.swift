@@ -18,6 +18,8 @@ import Testing
         let old = try DaemonProcess(directory: dir.path, bundle: v1)
         let first = try await AccountdClient.connect(socketPath: old.socket)
         #expect(try await first.switchAccount("alice").action == "created")
+        // Another account active, so the new daemon does not migrate alice as it starts.
+        _ = try await first.switchAccount("bob")
         await first.close()
         old.stop()
 
@@ -200,7 +202,8 @@ import Testing
         let v2 = try BundleFixture.truncate(Repository.sampleBundle, at: 2, into: dir.sub("v2"))
         let old = try DaemonProcess(directory: dir.path, bundle: v2)
         let first = try await AccountdClient.connect(socketPath: old.socket)
-        for name in ["alice", "bob"] { _ = try await first.switchAccount(name) }
+        // carol ends active, so the new daemon migrates her as it starts: she is current.
+        for name in ["alice", "bob", "carol"] { _ = try await first.switchAccount(name) }
         await first.close()
         old.stop()
 
@@ -214,8 +217,9 @@ import Testing
             case .summary(let last): summary = last
             }
         }
-        #expect(results.map(\.account).sorted() == ["alice", "bob"])
-        #expect(results.allSatisfy { $0.outcome == .done(result: "migrated", fromVersion: 2, version: 3) })
-        #expect(summary == MigrateSummary(count: 2, migrated: 2, current: 0, failed: 0))
+        #expect(results.map(\.account).sorted() == ["alice", "bob", "carol"])
+        #expect(results.filter { $0.account != "carol" }.allSatisfy { $0.outcome == .done(result: "migrated", fromVersion: 2, version: 3) })
+        #expect(results.first { $0.account == "carol" }?.result == "current")
+        #expect(summary == MigrateSummary(count: 3, migrated: 2, current: 1, failed: 0))
     }
 }

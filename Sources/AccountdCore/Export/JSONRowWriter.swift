@@ -1,5 +1,5 @@
-import GRDBSQLite
 import AccountdProtocol
+import GRDBSQLite
 
 /// Writes the current row of a SQLite statement as JSON, straight from SQLite's
 /// column accessors into a byte buffer: integers and reals as JSON numbers, text as
@@ -11,9 +11,9 @@ struct JSONRowWriter {
     private let columnKeys: [[UInt8]]
 
     init(table: String, columns: [String]) {
-        var p = "{\"table\":"
+        var p = ExportRow.parametersPrefix  // the keys of the wire model, ExportRow
         JSONText.appendString(table, to: &p)
-        p += ",\"row\":{"
+        p += ExportRow.rowSeparator + "{"
         prefix = Array(p.utf8)
         columnKeys = columns.enumerated().map { index, name in
             var key = index == 0 ? "" : ","

@@ -36,4 +36,7 @@ public struct ExportRow: ReplyModel {
     /// How every row reply's parameters begin, `{"table":`; the daemon writes rows as
     /// bytes with this prefix, and clients recognise them by it without parsing.
     public static let parametersPrefix = "{\"\(Key.table.rawValue)\":"
+
+    /// What comes between the table's name and the row object: `,"row":`.
+    public static let rowSeparator = ",\"\(Key.row.rawValue)\":"
 }

@@ -36,15 +36,18 @@ public struct ExportRowLine: Sendable {
     }
 }
 
-/// Recognises the two bulk export replies by their bytes, so that they need no JSON parse.
+/// Recognises the bulk export replies by their bytes, so that they need no full JSON parse.
 ///
-/// The daemon writes a row reply as `{"parameters":{"table":...},"continues":true}` and a
-/// file chunk as `{"parameters":{"data":"BASE64"},"continues":true}`; any other line takes
-/// the ordinary path through `Reply.decode`.
+/// The daemon writes a row reply as `{"parameters":{"table":...},"continues":true}`, a
+/// file chunk as `{"parameters":{"data":"BASE64"},"continues":true}` and an SQL chunk as
+/// `{"parameters":{"sql":"..."},"continues":true}` (only the string is parsed); any other
+/// line takes the ordinary path through `Reply.decode`.
 enum ExportLines {
     private static let parametersPrefix = Array("{\"parameters\":".utf8)
     private static let rowPrefix = Array(("{\"parameters\":" + ExportRow.parametersPrefix).utf8)
     private static let dataPrefix = Array(("{\"parameters\":" + ExportChunk.dataPrefix).utf8)
+    private static let sqlPrefix = Array(("{\"parameters\":" + ExportChunk.sqlPrefix).utf8)
+    private static let sqlSuffix = Array("}".utf8) + continuesSuffix
     private static let continuesSuffix = Array(",\"continues\":true}".utf8)
     private static let dataSuffix = Array("\"}".utf8) + continuesSuffix
 
@@ -57,6 +60,11 @@ enum ExportLines {
             let bytes = Base64.decode(line[dataPrefix.count..<(line.count - dataSuffix.count)])
         {
             return (.chunk(.data(bytes)), false)
+        }
+        if line.count > sqlPrefix.count + sqlSuffix.count, line.starts(with: sqlPrefix), line.hasSuffix(sqlSuffix),
+            case .string(let text)? = try? JSONParser.parse(line[sqlPrefix.count..<(line.count - sqlSuffix.count)])
+        {
+            return (.chunk(.sql(text)), false)
         }
         let reply = try client.reply(line)
         do {

@@ -164,6 +164,29 @@ public actor AccountdClient {
     /// - Throws: ``AccountdClientError/connectionLost(socket:reason:)`` when the connection
     ///   ends first or a line is too long.
     func nextLine() async throws(AccountdClientError) -> [UInt8] {
+        try await fillBatch()
+        defer { batchIndex += 1 }
+        return batch[batchIndex]
+    }
+
+    /// Every reply line read and not yet taken, at least one: how a stream takes a read's
+    /// worth of lines with one call instead of one call per line.
+    ///
+    /// The taker gives back, with ``giveBack(_:)``, the lines after its request's last reply.
+    func nextLines() async throws(AccountdClientError) -> ArraySlice<[UInt8]> {
+        try await fillBatch()
+        defer { batchIndex = batch.count }
+        return batch[batchIndex...]
+    }
+
+    /// Puts back lines taken with ``nextLines()`` that belong to the next request.
+    func giveBack(_ lines: ArraySlice<[UInt8]>) {
+        guard !lines.isEmpty else { return }
+        batch = Array(lines) + batch[batchIndex...]
+        batchIndex = 0
+    }
+
+    private func fillBatch() async throws(AccountdClientError) {
         while batchIndex == batch.count {
             if let failure { throw failure }
             var iterator = inbox.makeAsyncIterator()
@@ -188,8 +211,6 @@ public actor AccountdClient {
             batch = next
             batchIndex = 0
         }
-        defer { batchIndex += 1 }
-        return batch[batchIndex]
     }
 
     /// Decodes a reply line, turning an error reply into ``AccountdClientError/daemon(_:)``.

@@ -1,5 +1,11 @@
 import AccountdProtocol
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What ``AccountdClient/export(account:format:)`` yields: data, then the totals.
 public enum ExportEvent: Sendable {
     /// A `jsonl` row, as the JSON text the daemon sent.
@@ -80,7 +86,21 @@ enum ExportLines {
 }
 
 extension Array where Element == UInt8 {
+    // Byte comparisons with memcmp: these run for every line of an export.
+
+    fileprivate func starts(with prefix: [UInt8]) -> Bool {
+        count >= prefix.count && matches(prefix, at: 0)
+    }
+
     fileprivate func hasSuffix(_ suffix: [UInt8]) -> Bool {
-        count >= suffix.count && self[(count - suffix.count)...].elementsEqual(suffix)
+        count >= suffix.count && matches(suffix, at: count - suffix.count)
+    }
+
+    private func matches(_ other: [UInt8], at offset: Int) -> Bool {
+        withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { theirs in
+                memcmp(mine.baseAddress! + offset, theirs.baseAddress!, theirs.count) == 0
+            }
+        }
     }
 }

@@ -23,6 +23,8 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
         private let parse: Parse
         private var started = false
         private var finished = false
+        /// Reply lines taken from the client and not yet parsed.
+        private var pending: ArraySlice<[UInt8]> = []
 
         init(client: AccountdClient, request: Request, parse: @escaping Parse) {
             self.client = client
@@ -46,9 +48,13 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
             }
             do {
                 while true {
-                    let (element, last) = try parse(try await client.nextLine(), client)
+                    if pending.isEmpty { pending = try await client.nextLines() }
+                    let line = pending.removeFirst()
+                    let (element, last) = try parse(line, client)
                     if last {
                         finished = true
+                        await client.giveBack(pending)
+                        pending = []
                         await client.finish()
                     }
                     if let element { return element }
@@ -57,6 +63,8 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
             } catch {
                 if !finished {
                     finished = true
+                    await client.giveBack(pending)  // an error reply ends the request too
+                    pending = []
                     await client.finish()
                 }
                 throw error

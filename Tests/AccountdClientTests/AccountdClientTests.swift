@@ -222,4 +222,45 @@ import Testing
         #expect(results.first { $0.account == "carol" }?.result == "current")
         #expect(summary == MigrateSummary(count: 3, migrated: 2, current: 1, failed: 0))
     }
+
+    @Test func oneClientSharedBetweenTasksAnswersEachInTurn() async throws {
+        let dir = TestDirectory()
+        let daemon = try daemon(dir)
+        let client = try await AccountdClient.connect(socketPath: daemon.socket)
+        _ = try await client.switchAccount("alice")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for round in 0..<20 {
+                        try await client.set(namespace: "user", key: "t\(task)", value: .int(Int64(round)))
+                        #expect(try await client.get(namespace: "user", key: "t\(task)") == .int(Int64(round)))
+                        #expect(try await client.list().summary.count == 1)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func aStreamLeftBeforeItsEndClosesTheConnection() async throws {
+        let dir = TestDirectory()
+        let daemon = try daemon(dir)
+        let client = try await AccountdClient.connect(socketPath: daemon.socket)
+        _ = try await client.switchAccount("alice")
+        try Files.sqlite3(
+            daemon.accountPath("alice"),
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
+                + "INSERT INTO user_info(user_id, user_name) SELECT i, 'u' || i FROM n;")
+        for try await event in await client.export(account: "alice") {
+            if case .row = event { break }
+        }
+        let error = await clientError { try await client.ping() }
+        guard case .connectionLost(_, let reason)? = error else {
+            Issue.record("expected connectionLost, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("left before its last reply"))
+        // A new client works.
+        try await AccountdClient.connect(socketPath: daemon.socket).ping()
+    }
 }

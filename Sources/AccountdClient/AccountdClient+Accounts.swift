@@ -4,35 +4,35 @@ extension AccountdClient {
     /// Which daemon is on the socket: its version, process, data root and bundle.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func info() async throws(AccountdClientError) -> InfoReply {
+    public func info() async throws -> InfoReply {
         try await call(.info, as: InfoReply.self)
     }
 
     /// Checks that the daemon answers.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func ping() async throws(AccountdClientError) {
+    public func ping() async throws {
         _ = try await call(.ping, as: EmptyReply.self)
     }
 
     /// The active account, the daemon's state and the versions.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func status() async throws(AccountdClientError) -> DaemonStatus {
+    public func status() async throws -> DaemonStatus {
         try await call(.status, as: DaemonStatus.self)
     }
 
     /// One account's file, version and state.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `InvalidAccountName` from the daemon.
-    public func status(account: String) async throws(AccountdClientError) -> AccountStatusReply {
+    public func status(account: String) async throws -> AccountStatusReply {
         try await call(.status, [("account", .string(account))], as: AccountStatusReply.self)
     }
 
     /// Every account with its size, and with `details` its version and state.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func list(details: Bool = false) async throws(AccountdClientError) -> AccountList {
+    public func list(details: Bool = false) async throws -> AccountList {
         let request = Request(method: .list, parameters: Parameters(details ? [("details", true)] : []), more: true)
         var entries: [ListEntry] = []
         var summary: ListSummary?
@@ -57,7 +57,7 @@ extension AccountdClient {
     ///
     /// - Parameter create: false to fail with `AccountNotFound` instead of creating it.
     /// - Throws: ``AccountdClientError``, e.g. `AccountTooNew` or `MigrationFailed` from the daemon.
-    public func switchAccount(_ account: String, create: Bool = true) async throws(AccountdClientError) -> SwitchResult {
+    public func switchAccount(_ account: String, create: Bool = true) async throws -> SwitchResult {
         try await call(.switchAccount, [("account", .string(account)), ("create", .bool(create))], as: SwitchResult.self)
     }
 

@@ -4,21 +4,21 @@ extension AccountdClient {
     /// A full check of one account file: integrity, foreign keys, schema, edited migrations.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func verify(account: String) async throws(AccountdClientError) -> VerifyResult {
+    public func verify(account: String) async throws -> VerifyResult {
         try await call(.verify, [("account", .string(account))], as: VerifyResult.self)
     }
 
     /// The snapshots kept of an account.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func snapshots(account: String) async throws(AccountdClientError) -> SnapshotList {
+    public func snapshots(account: String) async throws -> SnapshotList {
         try await call(.snapshots, [("account", .string(account))], as: SnapshotList.self)
     }
 
     /// Takes a snapshot of an account now; `label` ends its name (`manual` when nil).
     ///
     /// - Throws: ``AccountdClientError``.
-    public func snapshot(account: String, label: String? = nil) async throws(AccountdClientError) -> SnapshotEntry {
+    public func snapshot(account: String, label: String? = nil) async throws -> SnapshotEntry {
         var parameters: [(String, JSONValue)] = [("account", .string(account))]
         if let label { parameters.append(("label", .string(label))) }
         return try await call(.snapshot, parameters, as: SnapshotEntry.self)
@@ -28,7 +28,7 @@ extension AccountdClient {
     /// taking a snapshot of the current file.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `SnapshotNotFound`.
-    public func restore(account: String, snapshot: String? = nil) async throws(AccountdClientError) -> RestoreReply {
+    public func restore(account: String, snapshot: String? = nil) async throws -> RestoreReply {
         var parameters: [(String, JSONValue)] = [("account", .string(account))]
         if let snapshot { parameters.append(("snapshot", .string(snapshot))) }
         return try await call(.restore, parameters, as: RestoreReply.self)
@@ -38,7 +38,7 @@ extension AccountdClient {
     /// its snapshots and its other files for good.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `AccountActive` for the active account.
-    public func remove(account: String, purge: Bool = false) async throws(AccountdClientError) -> RemoveReply {
+    public func remove(account: String, purge: Bool = false) async throws -> RemoveReply {
         var parameters: [(String, JSONValue)] = [("account", .string(account))]
         if purge { parameters.append(("purge", .bool(true))) }
         return try await call(.remove, parameters, as: RemoveReply.self)

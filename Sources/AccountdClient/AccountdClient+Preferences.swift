@@ -5,14 +5,14 @@ extension AccountdClient {
     ///
     /// - Parameter account: for an account-scoped namespace, the account (default: the active one).
     /// - Throws: ``AccountdClientError``, e.g. `KeyNotFound` or `NamespaceNotFound`.
-    public func get(namespace: String, key: String, account: String? = nil) async throws(AccountdClientError) -> JSONValue {
+    public func get(namespace: String, key: String, account: String? = nil) async throws -> JSONValue {
         try await call(.get, Self.target(namespace, key, account), as: PreferenceValue.self).value
     }
 
     /// Sets a preference; returns once it is durably committed.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func set(namespace: String, key: String, value: JSONValue, account: String? = nil) async throws(AccountdClientError) {
+    public func set(namespace: String, key: String, value: JSONValue, account: String? = nil) async throws {
         var parameters = Self.target(namespace, key, account)
         parameters.insert(("value", value), at: 2)
         _ = try await call(.set, parameters, as: EmptyReply.self)
@@ -21,14 +21,14 @@ extension AccountdClient {
     /// Deletes a preference.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func delete(namespace: String, key: String, account: String? = nil) async throws(AccountdClientError) {
+    public func delete(namespace: String, key: String, account: String? = nil) async throws {
         _ = try await call(.delete, Self.target(namespace, key, account), as: EmptyReply.self)
     }
 
     /// The keys set in a namespace.
     ///
     /// - Throws: ``AccountdClientError``.
-    public func keys(namespace: String, account: String? = nil) async throws(AccountdClientError) -> [String] {
+    public func keys(namespace: String, account: String? = nil) async throws -> [String] {
         try await call(.keys, Self.target(namespace, nil, account), as: KeysReply.self).keys
     }
 

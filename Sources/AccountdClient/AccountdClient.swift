@@ -16,6 +16,11 @@ import NIOPosix
 /// print("alice is at version \(result.version)")
 /// ```
 ///
+/// **Errors.** Every public call throws only ``AccountdClientError``. The calls are declared
+/// with plain `throws` rather than `throws(AccountdClientError)`: with typed throws, a
+/// `do`/`catch` around them that matches `AccountdClientError.daemon(let error) where ...`
+/// crashes the Swift 6.3 compiler.
+///
 /// **Sharing.** A client is an actor and may be shared between tasks. Its requests go out
 /// one after another: a call waits until the one before it has its last reply, and a
 /// stream holds the connection from its first element until its last. A stream left
@@ -61,10 +66,10 @@ public actor AccountdClient {
     ///   `/run/accountd/accountd.sock` (see ``SocketPath/resolve(_:)``).
     /// - Throws: ``AccountdClientError/unreachable(socket:reason:)`` for a missing socket,
     ///   a refused connection or a permission problem, each with what to do.
-    public static func connect(socketPath: String? = nil) async throws(AccountdClientError) -> AccountdClient {
+    public static func connect(socketPath: String? = nil) async throws -> AccountdClient {
         let path = SocketPath.resolve(socketPath)
         guard !path.isEmpty, path.utf8.count < SocketPath.maximumLength else {
-            throw .unreachable(socket: path, reason: "the path does not fit in a Unix socket address")
+            throw AccountdClientError.unreachable(socket: path, reason: "the path does not fit in a Unix socket address")
         }
         let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
@@ -75,7 +80,7 @@ public actor AccountdClient {
                     }
                 }
         } catch {
-            throw .unreachable(socket: path, reason: Self.reason(connecting: error))
+            throw AccountdClientError.unreachable(socket: path, reason: Self.reason(connecting: error))
         }
         let inbox = AsyncThrowingChannel<[[UInt8]], any Error>()
         let (writers, handOver) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
@@ -96,7 +101,7 @@ public actor AccountdClient {
         }
         var iterator = writers.makeAsyncIterator()
         guard let outbound = await iterator.next() else {
-            throw .connectionLost(socket: path, reason: "the connection closed as it opened")
+            throw AccountdClientError.connectionLost(socket: path, reason: "the connection closed as it opened")
         }
         return AccountdClient(socketPath: path, channel: asyncChannel.channel, outbound: outbound, inbox: inbox)
     }
@@ -219,7 +224,7 @@ public actor AccountdClient {
         do {
             reply = try Reply.decode(line)
         } catch {
-            throw .connectionLost(socket: socketPath, reason: "\(error.message); is accountd listening on this socket?")
+            throw AccountdClientError.connectionLost(socket: socketPath, reason: "\(error.message); is accountd listening on this socket?")
         }
         if let error = ProtocolError(reply: reply) { throw .daemon(error) }
         return reply
@@ -234,7 +239,7 @@ public actor AccountdClient {
         do {
             return try Model(parameters: reply.parameters)
         } catch {
-            throw .unexpectedReply(error)
+            throw AccountdClientError.unexpectedReply(error)
         }
     }
 }

@@ -27,17 +27,17 @@ public struct ExportRowLine: Sendable {
     /// The row as a typed model.
     ///
     /// - Throws: ``AccountdClientError/unexpectedReply(_:)`` when the text is not a row.
-    public func decoded() throws(AccountdClientError) -> ExportRow {
+    public func decoded() throws -> ExportRow {
         let value: JSONValue
         do {
             value = try JSONParser.parse(json)
         } catch {
-            throw .unexpectedReply(ReplyDecodingError(model: "Export row", key: "parameters", expected: "a JSON object", found: nil))
+            throw AccountdClientError.unexpectedReply(ReplyDecodingError(model: "Export row", key: "parameters", expected: "a JSON object", found: nil))
         }
         do {
             return try ExportRow(parameters: value)
         } catch {
-            throw .unexpectedReply(error)
+            throw AccountdClientError.unexpectedReply(error)
         }
     }
 }
@@ -80,7 +80,7 @@ enum ExportLines {
             }
             return (.chunk(try ExportChunk(parameters: reply.parameters)), false)
         } catch {
-            throw .unexpectedReply(error)
+            throw AccountdClientError.unexpectedReply(error)
         }
     }
 }

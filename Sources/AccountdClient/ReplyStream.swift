@@ -35,7 +35,7 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
         /// The next element, or nil after the last reply.
         ///
         /// - Throws: ``AccountdClientError``: the daemon's error reply, or a lost connection.
-        public func next() async throws(AccountdClientError) -> Element? {
+        public func next() async throws -> Element? {
             guard !finished else { return nil }
             if !started {
                 started = true

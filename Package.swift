@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "accountctl", targets: ["accountctl"]),
         .library(name: "AccountdCore", targets: ["AccountdCore"]),
         .library(name: "AccountdProtocol", targets: ["AccountdProtocol"]),
+        .library(name: "AccountdClient", targets: ["AccountdClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -21,10 +22,21 @@ let package = Package(
             traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.0"),
     ],
     targets: [
         // Pure protocol: models and the line codec. No SQLite, no NIO channels, no systemd.
         .target(name: "AccountdProtocol"),
+
+        // Client library: an async Swift API over the daemon's socket, for other local programs.
+        .target(
+            name: "AccountdClient",
+            dependencies: [
+                "AccountdProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]),
 
         // Core library: account store, schema bundles, the migrator, snapshots, export, preferences.
         .target(
@@ -70,6 +82,7 @@ let package = Package(
         .executableTarget(
             name: "accountctl",
             dependencies: [
+                "AccountdClient",
                 "AccountdProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -100,6 +113,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The client library against the real daemon.
+        .testTarget(
+            name: "AccountdClientTests",
+            dependencies: [
+                "AccountdClient",
+                "AccountdProtocol",
+                "AccountdTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // End-to-end: the real accountd and accountctl binaries, real sockets, real files.
         .testTarget(

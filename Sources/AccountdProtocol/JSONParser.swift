@@ -152,42 +152,48 @@ public struct JSONParser {
 
     private mutating func parseString() throws(Failure) -> String {
         index += 1
-        var scalars = String.UnicodeScalarView()
+        // The string's UTF-8 bytes, gathered in one buffer so that a long string with many
+        // escapes (an SQL export chunk) costs linear time.
+        var out: [UInt8] = []
         var runStart = index
-        func flushRun(_ parser: JSONParser, _ end: Int, into scalars: inout String.UnicodeScalarView) throws(Failure) {
+        func flushRun(_ parser: JSONParser, _ end: Int, into out: inout [UInt8]) throws(Failure) {
             guard runStart < end else { return }
-            guard let text = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
+            let run = parser.bytes[runStart..<end]
+            guard Self.isValidUTF8(run) else {
                 throw Failure(reason: "invalid UTF-8 in a string", offset: runStart)
             }
-            scalars.append(contentsOf: text.unicodeScalars)
+            out.append(contentsOf: run)
+        }
+        func append(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+            UTF8.encode(scalar) { out.append($0) }
         }
         while true {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flushRun(self, index, into: &scalars)
+                try flushRun(self, index, into: &out)
                 index += 1
-                return String(scalars)
+                return String(decoding: out, as: UTF8.self)
             }
             if byte < 0x20 { throw fail("control character in a string (escape it)") }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
             }
-            try flushRun(self, index, into: &scalars)
+            try flushRun(self, index, into: &out)
             index += 1
             guard index < bytes.count else { throw fail("unterminated escape") }
             let escape = bytes[index]
             index += 1
             switch escape {
-            case UInt8(ascii: "\""): scalars.append("\"")
-            case UInt8(ascii: "\\"): scalars.append("\\")
-            case UInt8(ascii: "/"): scalars.append("/")
-            case UInt8(ascii: "b"): scalars.append("\u{08}")
-            case UInt8(ascii: "f"): scalars.append("\u{0C}")
-            case UInt8(ascii: "n"): scalars.append("\n")
-            case UInt8(ascii: "r"): scalars.append("\r")
-            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "/"): out.append(UInt8(ascii: "/"))
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
                 let high = try parseHex4()
                 if (0xD800...0xDBFF).contains(high) {
@@ -197,16 +203,30 @@ public struct JSONParser {
                     index += 2
                     let low = try parseHex4()
                     guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate in \\u escape") }
-                    scalars.append(Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))!)
+                    append(Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))!, to: &out)
                 } else if (0xDC00...0xDFFF).contains(high) {
                     throw fail("unpaired surrogate in \\u escape")
                 } else {
-                    scalars.append(Unicode.Scalar(high)!)
+                    append(Unicode.Scalar(high)!, to: &out)
                 }
             default:
                 throw fail("invalid escape '\\\(Self.show(escape))'")
             }
             runStart = index
+        }
+    }
+
+    /// Whether `bytes` are well-formed UTF-8, without building a string.
+    private static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
         }
     }
 

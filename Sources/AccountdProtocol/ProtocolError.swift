@@ -18,6 +18,23 @@ public struct ProtocolError: Error, Sendable, CustomStringConvertible {
         Reply(error: name, parameters: .object([("message", .string(message))] + facts))
     }
 
+    /// Decodes an error reply, as a client receives it: the name, the `message`, and
+    /// every other parameter as a fact.
+    ///
+    /// - Returns: nil when `reply` is not an error reply.
+    public init?(reply: Reply) {
+        guard let name = reply.error else { return nil }
+        let pairs = reply.parameters.objectValue ?? []
+        self.init(
+            name, reply.message ?? "(no message)",
+            facts: pairs.filter { $0.0 != "message" })
+    }
+
+    /// The value of fact `key`, e.g. `account` or `fromVersion`.
+    public subscript(fact key: String) -> JSONValue? {
+        facts.first { $0.0 == key }?.1
+    }
+
     static func invalidParameter(_ parameter: String, _ message: String) -> ProtocolError {
         ProtocolError(.invalidParameter, message, facts: [("parameter", .string(parameter))])
     }

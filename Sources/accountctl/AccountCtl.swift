@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
@@ -6,7 +7,7 @@ import ArgumentParser
 /// It holds no logic of its own: it lists the subcommands and maps every way a run
 /// can end to one of the documented exit statuses (see ``main()``).
 @main
-struct AccountCtl: ParsableCommand {
+struct AccountCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accountctl",
         abstract: "Drive accountd: switch accounts, query status, export, verify, snapshot, restore and remove.",
@@ -40,11 +41,20 @@ struct AccountCtl: ParsableCommand {
     /// This replaces argument-parser's `main()` only to map usage errors (parse errors and
     /// `ValidationError`, which argument-parser exits with 64) to 2, and ``ClientError``
     /// to its own status. Help and `--generate-completion-script` keep argument-parser's
-    /// behaviour.
-    static func main() {
+    /// behaviour. The client library's errors are mapped here, in one place.
+    static func main() async {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as AccountdClientError {
+            Output.flush()
+            let error = ClientError(error)
+            Terminal.printError("accountctl: \(error.message)")
+            terminate(error.exitStatus)
         } catch let error as ClientError {
             Output.flush()  // what the command printed comes before the error
             Terminal.printError("accountctl: \(error.message)")
@@ -64,7 +74,7 @@ struct AccountCtl: ParsableCommand {
 ///
 /// It is a hidden subcommand, so that `accountctl --json` works while `accountctl bogus`
 /// is a usage error (exit 2) rather than `status bogus`.
-struct DefaultCommand: ParsableCommand {
+struct DefaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "default-status",
         abstract: "Show the daemon's status (what runs with no command).",
@@ -76,12 +86,12 @@ struct DefaultCommand: ParsableCommand {
     @Argument(parsing: .allUnrecognized, help: .private)
     var unexpected: [String] = []
 
-    func run() throws {
+    func run() async throws {
         if let word = unexpected.first {
             let what = word.hasPrefix("-") ? "option" : "command"
             throw ClientError.usage(
                 "unknown \(what) '\(word)'\nUsage: \(AccountCtl.usageString())\n  See 'accountctl --help' for the commands.")
         }
-        try StatusCommand.showDaemonStatus(global)
+        try await StatusCommand.showDaemonStatus(global)
     }
 }

@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 
 /// A failure that `accountctl` reports on stderr before it exits with a status of its own.
@@ -57,5 +58,19 @@ struct ClientError: Error, CustomStringConvertible {
     /// The connection broke, or what came over it is not the protocol.
     static func connectionLost(socket: String, _ what: String) -> ClientError {
         ClientError(code: .unreachable, message: "connection to accountd at \(socket) lost: \(what)")
+    }
+}
+
+extension ClientError {
+    /// The client library's error, with the exit status it maps to: 1 for the daemon's
+    /// errors and unreadable replies, 69 when the daemon cannot be reached or the
+    /// connection is lost.
+    init(_ error: AccountdClientError) {
+        switch error {
+        case .daemon(let error): self = .daemon(error.name, message: error.message)
+        case .unreachable(let socket, let reason): self = .unreachable(socket: socket, reason: reason)
+        case .connectionLost(let socket, let reason): self = .connectionLost(socket: socket, reason)
+        case .unexpectedReply(let error): self = .failed(error.description)
+        }
     }
 }

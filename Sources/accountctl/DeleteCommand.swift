@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl del NAMESPACE KEY [--account A]`: remove one preference.
-struct DeleteCommand: ParsableCommand {
+struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "del",
         abstract: "Delete a preference.",
@@ -17,8 +18,8 @@ struct DeleteCommand: ParsableCommand {
     @Argument(help: "The key.")
     var key: String
 
-    func run() throws {
-        let reply = try global.connect().call(.delete, target.parameters(namespace: namespace, key: key))
-        if global.json { Output.json(reply) }
+    func run() async throws {
+        try await global.connect().delete(namespace: namespace, key: key, account: target.account)
+        if global.json { Output.json(EmptyReply().parameters) }
     }
 }

@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 import Crypto
@@ -15,7 +16,7 @@ import Darwin
 #endif
 
 /// `accountctl export ACCOUNT [--format jsonl|sql|sqlite] [-o FILE]`: copy an account out.
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export an account as JSON lines, SQL or an SQLite file.",
@@ -64,37 +65,35 @@ struct ExportCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let connection = try global.connect()
+    func run() async throws {
+        let client = try await global.connect()
         // With --json and no -o, stdout carries the replies, not the data.
         let printsEveryReply = global.json && (output == nil || output == "-")
         let sink = printsEveryReply ? nil : try ExportSink(path: output)
         var received = Received()
         var progress = Progress("exporting \(account)", shown: !global.json)
-        let summary: JSONValue
+        var totals: ExportTotals?
         do {
-            let parameters: [(String, JSONValue)] = [("account", .string(account)), ("format", .string(format.rawValue))]
-            let each: (JSONValue) throws -> Void = { reply in
-                if printsEveryReply { Output.json(reply) }
-                try received.take(reply, format: format, into: sink)
-                progress.update(status: received.progressText(format))
-            }
-            if format == .jsonl && !printsEveryReply {
-                // A row reply is {"parameters":<row>,"continues":true}: write <row> as it is.
-                summary = try connection.streamLines(.export, parameters, raw: { line in
-                    guard let row = Received.rowBytes(line) else { return false }
-                    try sink?.append(row)
+            for try await event in await client.export(account: account, format: format.rawValue) {
+                switch event {
+                case .row(let row):
+                    if printsEveryReply { Output.json(try row.decoded().parameters) }
+                    try sink?.append(row.json)
                     try sink?.append(CollectionOfOne(UInt8(ascii: "\n")))
                     received.rows += 1
                     if received.rows % 4096 == 0 { progress.update(status: received.progressText(format)) }
-                    return true
-                }, each: each)
-            } else {
-                summary = try connection.stream(.export, parameters, each: each)
+                case .chunk(let chunk):
+                    if printsEveryReply { Output.json(chunk.parameters) }
+                    try received.take(chunk, format: format, into: sink)
+                    progress.update(status: received.progressText(format))
+                case .finished(let last):
+                    totals = last
+                }
             }
             progress.clear()
+            guard let totals else { return }
             do {
-                try received.check(against: summary, format: format)
+                try received.check(against: totals, format: format)
             } catch let error as ClientError {
                 let note = sink?.path.map { "; \($0) was not written" } ?? "; do not trust what was printed"
                 throw ClientError.failed(error.message + note)
@@ -105,10 +104,11 @@ struct ExportCommand: ParsableCommand {
             sink?.discard()
             throw error
         }
-        if global.json { return Output.json(summary) }
+        guard let totals else { return }
+        if global.json { return Output.json(totals.parameters) }
         let destination = sink?.destination ?? "stdout"
         Terminal.printError(
-            "exported \(account) as \(format.rawValue) to \(destination): \(received.summaryText(format, summary))")
+            "exported \(account) as \(format.rawValue) to \(destination): \(received.summaryText(format, totals))")
     }
 }
 
@@ -119,48 +119,31 @@ private struct Received {
     var bytes: Int64 = 0
     var hasher = SHA256()
 
-    private static let rowPrefix = Array(#"{"parameters":{"table":"#.utf8)
-    private static let rowSuffix = Array(#","continues":true}"#.utf8)
-
-    /// The row object inside a jsonl row reply line, or nil when the line is something else.
-    static func rowBytes(_ line: [UInt8]) -> ArraySlice<UInt8>? {
-        guard line.count > rowPrefix.count + rowSuffix.count, line.starts(with: rowPrefix),
-            line[(line.count - rowSuffix.count)...].elementsEqual(rowSuffix)
-        else { return nil }
-        return line[14..<(line.count - rowSuffix.count)]
-    }
-
-    /// Takes one streamed reply: checks its shape and writes its data to `sink`.
-    mutating func take(_ reply: JSONValue, format: ExportCommand.Format, into sink: ExportSink?) throws {
-        switch format {
-        case .jsonl:
-            guard reply["table"] != nil, reply["row"] != nil else { throw Self.unexpected(reply, "table and row") }
-            try sink?.append(reply.serialized() + "\n")
-            rows += 1
-        case .sql:
-            guard let text = reply["sql"]?.stringValue else { throw Self.unexpected(reply, "sql") }
+    /// Takes one chunk: checks that it fits the format and writes its data to `sink`.
+    mutating func take(_ chunk: ExportChunk, format: ExportCommand.Format, into sink: ExportSink?) throws {
+        switch (chunk, format) {
+        case (.sql(let text), .sql):
             try sink?.append(text)
             chunks += 1
             bytes += Int64(text.utf8.count)
-        case .sqlite:
-            guard let text = reply["data"]?.stringValue else { throw Self.unexpected(reply, "data") }
-            guard let data = Data(base64Encoded: text) else {
-                throw ClientError.failed("the export's data chunk \(chunks + 1) is not valid base64")
-            }
-            hasher.update(data: data)
+        case (.data(let data), .sqlite):
+            data.withUnsafeBytes { hasher.update(bufferPointer: $0) }
             try sink?.append(data)
             chunks += 1
             bytes += Int64(data.count)
+        default:
+            throw ClientError.failed(
+                "unexpected export reply for format \(format.rawValue): \(String(chunk.parameters.serialized().prefix(200)))")
         }
     }
 
     /// Compares what arrived with the final reply's counts and digest.
     ///
     /// - Throws: ``ClientError`` (exit 1) on any mismatch.
-    func check(against summary: JSONValue, format: ExportCommand.Format) throws {
+    func check(against summary: ExportTotals, format: ExportCommand.Format) throws {
         switch format {
         case .jsonl:
-            if let expected = summary["rows"]?.intValue, expected != rows {
+            if let expected = summary.rows.map(Int64.init), expected != rows {
                 throw ClientError.failed("the export is incomplete: \(rows) rows arrived, the daemon says it sent \(expected)")
             }
         case .sql:
@@ -170,10 +153,10 @@ private struct Received {
                 let hex = String(byte, radix: 16)
                 return byte < 16 ? "0" + hex : hex
             }.joined()
-            guard let expected = summary["sha256"]?.stringValue?.lowercased() else {
+            guard let expected = summary.sha256?.lowercased() else {
                 throw ClientError.failed("the export's final reply carries no sha256, so the file cannot be checked")
             }
-            if let size = summary["sizeBytes"]?.intValue, size != bytes {
+            if let size = summary.sizeBytes, size != bytes {
                 throw ClientError.failed("the export is \(bytes) bytes, but the daemon says the file is \(size) bytes")
             }
             if digest != expected {
@@ -186,19 +169,15 @@ private struct Received {
         format == .jsonl ? "\(Output.count(rows)) rows" : "\(Output.size(bytes)) received"
     }
 
-    func summaryText(_ format: ExportCommand.Format, _ summary: JSONValue) -> String {
+    func summaryText(_ format: ExportCommand.Format, _ summary: ExportTotals) -> String {
         switch format {
         case .jsonl:
-            let tables = summary["tables"]?.objectValue?.count
+            let tables = summary.tables?.count
             return "\(Output.count(rows)) rows" + (tables.map { " from \($0) table\($0 == 1 ? "" : "s")" } ?? "")
         case .sql:
-            return "\(Output.text(summary["statements"])) statements, \(Output.size(bytes))"
+            return "\(Output.text(summary.statements)) statements, \(Output.size(bytes))"
         case .sqlite:
-            return "\(Output.size(bytes)), sha256 \(Output.text(summary["sha256"])) verified"
+            return "\(Output.size(bytes)), sha256 \(summary.sha256 ?? "-") verified"
         }
-    }
-
-    private static func unexpected(_ reply: JSONValue, _ keys: String) -> ClientError {
-        ClientError.failed("unexpected export reply (expected \(keys)): \(String(reply.serialized().prefix(200)))")
     }
 }

@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl get NAMESPACE KEY [--account A]`: read one preference.
-struct GetCommand: ParsableCommand {
+struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Print a preference's value, as JSON.",
@@ -22,9 +23,9 @@ struct GetCommand: ParsableCommand {
     @Argument(help: "The key.")
     var key: String
 
-    func run() throws {
-        let reply = try global.connect().call(.get, target.parameters(namespace: namespace, key: key))
-        if global.json { return Output.json(reply) }
-        print((reply["value"] ?? .null).serialized())
+    func run() async throws {
+        let value = try await global.connect().get(namespace: namespace, key: key, account: target.account)
+        if global.json { return Output.json(PreferenceValue(value: value).parameters) }
+        print(value.serialized())
     }
 }

@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
@@ -10,7 +11,7 @@ import Darwin
 /// The options every command takes: where the daemon is, and whether to print raw JSON.
 struct GlobalOptions: ParsableArguments {
     /// Where the socket is when neither `--socket` nor `ACCOUNTD_SOCKET` says.
-    static let defaultSocketPath = "/run/accountd/accountd.sock"
+    static let defaultSocketPath = SocketPath.defaultPath
 
     @Option(
         help: ArgumentHelp(
@@ -23,26 +24,23 @@ struct GlobalOptions: ParsableArguments {
     var json = false
 
     /// The socket to connect to: `--socket`, else `ACCOUNTD_SOCKET`, else the default.
-    var socketPath: String {
-        if let socket { return socket }
-        if let value = getenv("ACCOUNTD_SOCKET"), value.pointee != 0 { return String(cString: value) }
-        return Self.defaultSocketPath
-    }
+    var socketPath: String { SocketPath.resolve(socket) }
 
     mutating func validate() throws {
         let path = socketPath
         if path.isEmpty { throw ValidationError("the socket path is empty") }
-        if path.utf8.count >= Connection.maximumPathLength {
+        if path.utf8.count >= SocketPath.maximumLength {
             throw ValidationError(
-                "the socket path is \(path.utf8.count) bytes long; a Unix socket path must be shorter than \(Connection.maximumPathLength)")
+                "the socket path is \(path.utf8.count) bytes long; a Unix socket path must be shorter than \(SocketPath.maximumLength)")
         }
     }
 
     /// Connects to the daemon.
     ///
-    /// - Throws: ``ClientError`` (exit 69) when the socket cannot be connected.
-    func connect() throws -> Connection {
-        try Connection(socketPath: socketPath)
+    /// - Throws: ``AccountdClientError/unreachable(socket:reason:)`` (exit 69) when the
+    ///   socket cannot be connected.
+    func connect() async throws -> AccountdClient {
+        try await AccountdClient.connect(socketPath: socketPath)
     }
 }
 

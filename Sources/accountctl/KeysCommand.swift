@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl keys NAMESPACE [--account A]`: the keys set in a namespace.
-struct KeysCommand: ParsableCommand {
+struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "List the keys set in a namespace, one per line.",
@@ -14,9 +15,9 @@ struct KeysCommand: ParsableCommand {
     @Argument(help: "The namespace, e.g. user.")
     var namespace: String
 
-    func run() throws {
-        let reply = try global.connect().call(.keys, target.parameters(namespace: namespace))
-        if global.json { return Output.json(reply) }
-        for key in reply["keys"]?.arrayValue ?? [] { print(Output.text(key)) }
+    func run() async throws {
+        let keys = try await global.connect().keys(namespace: namespace, account: target.account)
+        if global.json { return Output.json(KeysReply(keys: keys).parameters) }
+        for key in keys { print(key) }
     }
 }

@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl list [--details]`: every account with its size, and optionally its version and state.
-struct ListCommand: ParsableCommand {
+struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List the accounts.",
@@ -17,17 +18,20 @@ struct ListCommand: ParsableCommand {
     @Flag(help: "Also show each account's schema version and state.")
     var details = false
 
-    func run() throws {
+    func run() async throws {
         var table = Table(headers: details ? ["ACCOUNT", "SIZE", "VERSION", "STATE"] : ["ACCOUNT", "SIZE"])
         table.rightAligned = details ? [1, 2] : [1]
-        let parameters: [(String, JSONValue)] = details ? [("details", true)] : []
-        let summary = try global.connect().stream(.list, parameters) { entry in
-            if global.json { return Output.json(entry) }
-            var row = [Output.text(entry["account"]), Output.size(entry["sizeBytes"])]
-            if details { row += [Output.text(entry["version"]), Output.text(entry["state"])] }
+        let list = try await global.connect().list(details: details)
+        for entry in list.entries {
+            if global.json {
+                Output.json(entry.parameters)
+                continue
+            }
+            var row = [entry.account, Output.size(entry.sizeBytes)]
+            if details { row += [Output.text(entry.details?.version), entry.details?.state ?? "-"] }
             table.rows.append(row)
         }
-        if global.json { return Output.json(summary) }
+        if global.json { return Output.json(list.summary.parameters) }
         if table.rows.isEmpty {
             print("No accounts.")
         } else {

@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl migrate [--all | ACCOUNT...]`: bring account files to the bundle's version.
-struct MigrateCommand: ParsableCommand {
+struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Migrate accounts to the bundle's version without switching to them.",
@@ -26,31 +27,38 @@ struct MigrateCommand: ParsableCommand {
         for account in accounts { try validateAccountName(account) }
     }
 
-    func run() throws {
-        let parameters: [(String, JSONValue)] =
-            all ? [("all", true)] : [("accounts", .array(accounts.map { .string($0) }))]
+    func run() async throws {
         let total: Int64? = all ? nil : Int64(accounts.count)
         var progress = Progress("migrating", shown: !global.json)
         var done: Int64 = 0
         progress.update(done: 0, total: total, force: true)
-        let summary = try global.connect().stream(.migrate, parameters) { entry in
-            if global.json { return Output.json(entry) }
-            guard entry["result"] != nil else { return }  // a step inside one account's migration
-            done += 1
-            progress.clear()
-            print(Self.describe(entry))
-            Output.flush()
-            progress.update(done: done, total: total, detail: Output.text(entry["account"]), force: true)
+        var summary: MigrateSummary?
+        for try await event in try await global.connect().migrate(all ? .all : .accounts(accounts)) {
+            switch event {
+            case .account(let entry):
+                if global.json {
+                    Output.json(entry.parameters)
+                    continue
+                }
+                done += 1
+                progress.clear()
+                print(Self.describe(entry))
+                Output.flush()
+                progress.update(done: done, total: total, detail: entry.account, force: true)
+            case .summary(let last):
+                summary = last
+            }
         }
         progress.clear()
-        let failed = summary["failed"]?.intValue ?? 0
+        guard let summary else { return }
+        let failed = summary.failed
         if global.json {
-            Output.json(summary)
+            Output.json(summary.parameters)
         } else {
-            let count = summary["count"]?.intValue ?? done
+            let count = summary.count
             print(
-                "\(count) account\(count == 1 ? "" : "s"): \(Output.text(summary["migrated"])) migrated, "
-                    + "\(Output.text(summary["current"])) current, \(failed) failed")
+                "\(count) account\(count == 1 ? "" : "s"): \(summary.migrated) migrated, "
+                    + "\(summary.current) current, \(failed) failed")
         }
         if failed > 0 {
             throw ClientError.failed("\(failed) account\(failed == 1 ? "" : "s") failed to migrate")
@@ -59,10 +67,8 @@ struct MigrateCommand: ParsableCommand {
 
     /// Why an account failed: `error` is either the words, or an error name with the
     /// words in `message`.
-    static func failure(_ entry: JSONValue) -> String {
-        let error = entry["error"]?.stringValue
-        let message = entry["message"]?.stringValue
-        guard let error else { return message ?? "no reason given" }
+    static func failure(error: String, message: String?) -> String {
+        guard !error.isEmpty else { return message ?? "no reason given" }
         let isName = !error.contains(" ") && error.contains(".")
         switch (isName, message) {
         case (true, let message?): return "\(ErrorName(rawValue: error).shortName): \(message)"
@@ -73,16 +79,15 @@ struct MigrateCommand: ParsableCommand {
     }
 
     /// One account's outcome on a line: `migrated  alice  3 -> 7`, `failed  bob: why`.
-    static func describe(_ entry: JSONValue) -> String {
-        let result = Output.text(entry["result"])
-        var line = Output.pad(result, to: 8) + "  " + Output.text(entry["account"])
-        switch result {
-        case "migrated":
-            line += "  version \(Output.text(entry["fromVersion"])) -> \(Output.text(entry["version"]))"
-        case "failed":
-            line += ": " + Self.failure(entry)
-        default:
-            if let version = entry["version"], !version.isNull { line += "  version \(Output.text(version))" }
+    static func describe(_ entry: MigrateResult) -> String {
+        var line = Output.pad(entry.result, to: 8) + "  " + entry.account
+        switch entry.outcome {
+        case .done("migrated", let fromVersion, let version):
+            line += "  version \(Output.text(fromVersion)) -> \(version)"
+        case .done(_, _, let version):
+            line += "  version \(version)"
+        case .failed(let error, let message):
+            line += ": " + Self.failure(error: error, message: message)
         }
         return line
     }

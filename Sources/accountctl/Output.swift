@@ -40,9 +40,9 @@ enum Output {
         return "\(text) \(units[unit])"
     }
 
-    /// The size in a reply field, or `-` when it is missing.
-    static func size(_ value: JSONValue?) -> String {
-        value?.intValue.map(size) ?? "-"
+    /// An optional number, or `-` when it is nil.
+    static func text(_ value: Int?) -> String {
+        value.map(String.init) ?? "-"
     }
 
     /// An integer with thousands separators: `12,345`.

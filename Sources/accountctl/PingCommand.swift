@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
@@ -8,7 +9,7 @@ import Darwin
 #endif
 
 /// `accountctl ping`: check that the daemon answers.
-struct PingCommand: ParsableCommand {
+struct PingCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ping",
         abstract: "Check that the daemon answers, and how fast.",
@@ -16,13 +17,13 @@ struct PingCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    func run() throws {
-        let connection = try global.connect()
+    func run() async throws {
+        let client = try await global.connect()
         let start = Self.now()
-        let reply = try connection.call(.ping)
+        try await client.ping()
         let elapsed = Self.now() - start
-        if global.json { return Output.json(reply) }
-        print("accountd at \(connection.socketPath) answered in \((elapsed * 10).rounded() / 10) ms")
+        if global.json { return Output.json(EmptyReply().parameters) }
+        print("accountd at \(client.socketPath) answered in \((elapsed * 10).rounded() / 10) ms")
     }
 
     private static func now() -> Double {

@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
@@ -8,13 +9,5 @@ struct PreferenceOptions: ParsableArguments {
 
     mutating func validate() throws {
         if let account { try validateAccountName(account) }
-    }
-
-    /// The request parameters for `namespace`, `key` and the account when one is given.
-    func parameters(namespace: String, key: String? = nil) -> [(String, JSONValue)] {
-        var pairs: [(String, JSONValue)] = [("namespace", .string(namespace))]
-        if let key { pairs.append(("key", .string(key))) }
-        if let account { pairs.append(("account", .string(account))) }
-        return pairs
     }
 }

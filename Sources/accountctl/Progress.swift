@@ -46,9 +46,12 @@ struct Progress {
     }
 
     /// Shows `status` after the label, e.g. `3.2 MiB received`, with no bar.
-    mutating func update(status: String, force: Bool = false) {
+    ///
+    /// `status` is only worked out when the line is drawn, so a caller may pass it for
+    /// every piece of a long export at no cost.
+    mutating func update(status: @autoclosure () -> String, force: Bool = false) {
         guard shouldDraw(force: force) else { return }
-        draw(label + ": " + status)
+        draw(label + ": " + status())
     }
 
     /// Erases the line.

@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl remove ACCOUNT [--purge]`: remove an account, or erase it.
-struct RemoveCommand: ParsableCommand {
+struct RemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove",
         abstract: "Remove an account's file, keeping a final snapshot; or erase everything of it.",
@@ -27,15 +28,13 @@ struct RemoveCommand: ParsableCommand {
         try validateAccountName(account)
     }
 
-    func run() throws {
-        var parameters: [(String, JSONValue)] = [("account", .string(account))]
-        if purge { parameters.append(("purge", .bool(true))) }
-        let reply = try global.connect().call(.remove, parameters)
-        if global.json { return Output.json(reply) }
-        if reply["purged"]?.boolValue == true {
+    func run() async throws {
+        let reply = try await global.connect().remove(account: account, purge: purge)
+        if global.json { return Output.json(reply.parameters) }
+        if reply.purged {
             print("Purged \(account): its file, its snapshots and its other files under the data root were erased.")
-        } else if let snapshot = reply["snapshot"], !snapshot.isNull {
-            print("Removed \(account). Its last state was kept as snapshot \(Output.text(snapshot["snapshot"])) (version \(Output.text(snapshot["version"]))).")
+        } else if let snapshot = reply.snapshot {
+            print("Removed \(account). Its last state was kept as snapshot \(snapshot.snapshot) (version \(snapshot.version)).")
             print("Bring it back with 'accountctl restore \(account)'; erase it with 'accountctl remove \(account) --purge'.")
         } else {
             print("Removed \(account).")

@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl restore ACCOUNT [SNAPSHOT]`: put a snapshot back as the account's file.
-struct RestoreCommand: ParsableCommand {
+struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Replace an account's file with one of its snapshots.",
@@ -27,19 +28,17 @@ struct RestoreCommand: ParsableCommand {
         if snapshot?.isEmpty == true { throw ValidationError("the snapshot name is empty") }
     }
 
-    func run() throws {
-        var parameters: [(String, JSONValue)] = [("account", .string(account))]
-        if let snapshot { parameters.append(("snapshot", .string(snapshot))) }
-        let reply = try global.connect().call(.restore, parameters)
-        if global.json { return Output.json(reply) }
-        let restored = reply["restored"] ?? .null
+    func run() async throws {
+        let reply = try await global.connect().restore(account: account, snapshot: snapshot)
+        if global.json { return Output.json(reply.parameters) }
+        let restored = reply.restored
         print(
-            "Restored \(Output.text(reply["account"] ?? .string(account))) from snapshot "
-                + "\(Output.text(restored["snapshot"])) (version \(Output.text(restored["version"])), "
-                + "taken \(Output.text(restored["createdAt"])), \(Output.size(restored["sizeBytes"])))."
+            "Restored \(reply.account) from snapshot "
+                + "\(restored.snapshot) (version \(restored.version), "
+                + "taken \(restored.createdAt), \(Output.size(restored.sizeBytes)))."
         )
-        if let saved = reply["saved"], !saved.isNull {
-            print("The file it replaced was saved as snapshot \(Output.text(saved["snapshot"])).")
+        if let saved = reply.saved {
+            print("The file it replaced was saved as snapshot \(saved.snapshot).")
         }
     }
 }

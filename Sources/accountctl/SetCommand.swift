@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl set NAMESPACE KEY VALUE [--account A]`: write one preference.
-struct SetCommand: ParsableCommand {
+struct SetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
         abstract: "Set a preference to a JSON value.",
@@ -29,11 +30,10 @@ struct SetCommand: ParsableCommand {
         _ = try Self.parse(value: value)
     }
 
-    func run() throws {
-        var parameters = target.parameters(namespace: namespace, key: key)
-        parameters.insert(("value", try Self.parse(value: value)), at: 2)
-        let reply = try global.connect().call(.set, parameters)
-        if global.json { Output.json(reply) }
+    func run() async throws {
+        let value = try Self.parse(value: value)
+        try await global.connect().set(namespace: namespace, key: key, value: value, account: target.account)
+        if global.json { Output.json(EmptyReply().parameters) }
     }
 
     /// Parses VALUE as JSON.

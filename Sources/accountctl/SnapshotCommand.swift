@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl snapshot ACCOUNT [--label L]`: take a snapshot of an account now.
-struct SnapshotCommand: ParsableCommand {
+struct SnapshotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshot",
         abstract: "Take a snapshot of an account now.",
@@ -29,14 +30,12 @@ struct SnapshotCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        var parameters: [(String, JSONValue)] = [("account", .string(account))]
-        if let label { parameters.append(("label", .string(label))) }
-        let snapshot = try global.connect().call(.snapshot, parameters)
-        if global.json { return Output.json(snapshot) }
+    func run() async throws {
+        let snapshot = try await global.connect().snapshot(account: account, label: label)
+        if global.json { return Output.json(snapshot.parameters) }
         print(
-            "Took snapshot \(Output.text(snapshot["snapshot"])) of \(account) (version \(Output.text(snapshot["version"])), "
-                + "\(Output.size(snapshot["sizeBytes"])))."
+            "Took snapshot \(snapshot.snapshot) of \(account) (version \(snapshot.version), "
+                + "\(Output.size(snapshot.sizeBytes)))."
         )
     }
 }

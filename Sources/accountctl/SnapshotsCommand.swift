@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl snapshots ACCOUNT`: the snapshots kept of one account.
-struct SnapshotsCommand: ParsableCommand {
+struct SnapshotsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshots",
         abstract: "List the snapshots of an account.",
@@ -21,16 +22,15 @@ struct SnapshotsCommand: ParsableCommand {
         try validateAccountName(account)
     }
 
-    func run() throws {
-        let reply = try global.connect().call(.snapshots, [("account", .string(account))])
-        if global.json { return Output.json(reply) }
-        let snapshots = reply["snapshots"]?.arrayValue ?? []
+    func run() async throws {
+        let reply = try await global.connect().snapshots(account: account)
+        if global.json { return Output.json(reply.parameters) }
+        let snapshots = reply.snapshots
         guard !snapshots.isEmpty else { return print("No snapshots of \(account).") }
         var table = Table(headers: ["SNAPSHOT", "VERSION", "CREATED", "SIZE"], rightAligned: [1, 3])
         for snapshot in snapshots {
             table.rows.append([
-                Output.text(snapshot["snapshot"]), Output.text(snapshot["version"]),
-                Output.text(snapshot["createdAt"]), Output.size(snapshot["sizeBytes"]),
+                snapshot.snapshot, String(snapshot.version), snapshot.createdAt, Output.size(snapshot.sizeBytes),
             ])
         }
         table.print()

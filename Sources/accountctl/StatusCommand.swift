@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl status [ACCOUNT]`: the daemon's state, or one account's.
-struct StatusCommand: ParsableCommand {
+struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show the active account and the daemon's state, or one account's status.",
@@ -24,52 +25,49 @@ struct StatusCommand: ParsableCommand {
         if let account { try validateAccountName(account) }
     }
 
-    func run() throws {
-        guard let account else { return try Self.showDaemonStatus(global) }
-        let status = try global.connect().call(.status, [("account", .string(account))])
-        if global.json { return Output.json(status) }
+    func run() async throws {
+        guard let account else { return try await Self.showDaemonStatus(global) }
+        let status = try await global.connect().status(account: account)
+        if global.json { return Output.json(status.parameters) }
         var fields: [(String, String)] = [
-            ("account", Output.text(status["account"])),
-            ("state", Output.text(status["state"])),
-            ("exists", Output.text(status["exists"])),
-            ("version", Output.text(status["version"])),
-            ("target", Output.text(status["target"])),
-            ("size", Output.size(status["sizeBytes"])),
-            ("created", Output.text(status["createdAt"])),
-            ("last migration", Self.describeMigration(status["lastMigration"])),
+            ("account", status.account),
+            ("state", status.state),
+            ("exists", status.exists ? "yes" : "no"),
+            ("version", Output.text(status.version)),
+            ("target", String(status.target)),
+            ("size", Output.size(status.sizeBytes)),
+            ("created", status.createdAt ?? "-"),
+            ("last migration", Self.describeMigration(status.lastMigration)),
         ]
-        let edited = status["editedMigrations"]?.arrayValue ?? []
+        let edited = status.editedMigrations
         fields.append(("edited migrations", edited.isEmpty ? "none" : "\(edited.count)"))
-        if let problem = status["problem"], !problem.isNull { fields.append(("problem", Output.text(problem))) }
+        if let problem = status.problem { fields.append(("problem", problem)) }
         Output.fields(fields)
         for migration in edited { print("  " + Self.describeEdited(migration)) }
     }
 
     /// Prints the daemon-wide status: active account, state, versions.
-    static func showDaemonStatus(_ global: GlobalOptions) throws {
-        let status = try global.connect().call(.status)
-        if global.json { return Output.json(status) }
+    static func showDaemonStatus(_ global: GlobalOptions) async throws {
+        let status = try await global.connect().status()
+        if global.json { return Output.json(status.parameters) }
         Output.fields([
-            ("active", status["active"].map { $0.isNull ? "none" : Output.text($0) } ?? "none"),
-            ("state", Output.text(status["state"])),
-            ("version", Output.text(status["version"])),
-            ("bundle version", Output.text(status["bundleVersion"])),
+            ("active", status.active ?? "none"),
+            ("state", status.state),
+            ("version", Output.text(status.version)),
+            ("bundle version", String(status.bundleVersion)),
             ("socket", global.socketPath),
         ])
     }
 
     /// `7 add_index, applied 2025-01-02T03:04:05Z`, or `none`.
-    static func describeMigration(_ migration: JSONValue?) -> String {
-        guard let migration, !migration.isNull else { return "none" }
-        var text = "\(Output.text(migration["version"])) \(Output.text(migration["name"]))"
-        if let applied = migration["appliedAt"]?.stringValue { text += ", applied \(applied)" }
-        return text
+    static func describeMigration(_ migration: AccountStatusReply.LastMigration?) -> String {
+        guard let migration else { return "none" }
+        return "\(migration.version) \(migration.name), applied \(migration.appliedAt)"
     }
 
     /// One edited migration on a line: version, name, and both digests, shortened.
-    static func describeEdited(_ migration: JSONValue) -> String {
-        func short(_ value: JSONValue?) -> String { String(Output.text(value).prefix(12)) }
-        return "\(Output.text(migration["version"])) \(Output.text(migration["name"])): applied as "
-            + "\(short(migration["appliedSha256"])), the bundle's file is now \(short(migration["bundleSha256"]))"
+    static func describeEdited(_ migration: EditedMigrationInfo) -> String {
+        "\(migration.version) \(migration.name): applied as "
+            + "\(migration.appliedSha256.prefix(12)), the bundle's file is now \(migration.bundleSha256.prefix(12))"
     }
 }

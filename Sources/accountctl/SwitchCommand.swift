@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl switch ACCOUNT [--no-create]`: make an account the active one.
-struct SwitchCommand: ParsableCommand {
+struct SwitchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "switch",
         abstract: "Make ACCOUNT the active account, creating or migrating its file as needed.",
@@ -26,48 +27,47 @@ struct SwitchCommand: ParsableCommand {
         try validateAccountName(account)
     }
 
-    func run() throws {
+    func run() async throws {
         var progress = Progress("migrating \(account)", shown: !global.json)
-        let parameters: [(String, JSONValue)] = [("account", .string(account)), ("create", .bool(!noCreate))]
-        let result = try global.connect().stream(.switchAccount, parameters) { step in
-            if global.json { return Output.json(step) }
-            progress.update(
-                done: step["step"]?.intValue ?? 0, total: step["of"]?.intValue,
-                detail: Output.text(step["name"]), force: true)
+        var result: SwitchResult?
+        for try await event in try await global.connect().switching(to: account, create: !noCreate) {
+            switch event {
+            case .progress(let step):
+                if global.json {
+                    Output.json(step.parameters)
+                } else {
+                    progress.update(done: Int64(step.step), total: Int64(step.of), detail: step.name, force: true)
+                }
+            case .finished(let last):
+                result = last
+            }
         }
         progress.clear()
-        if global.json { return Output.json(result) }
+        guard let result else { return }
+        if global.json { return Output.json(result.parameters) }
         print(Self.describe(result))
     }
 
     /// One sentence for the last reply: what happened, the versions, how long it took.
-    static func describe(_ result: JSONValue) -> String {
-        let account = Output.text(result["account"])
-        let version = Output.text(result["version"])
-        let took = result["durationMs"].flatMap(Self.milliseconds).map { " in " + Output.duration(milliseconds: $0) } ?? ""
+    static func describe(_ result: SwitchResult) -> String {
+        let account = result.account
+        let version = result.version
+        let took = " in " + Output.duration(milliseconds: result.durationMs)
         var text: String
-        switch result["action"]?.stringValue {
+        switch result.action {
         case "created":
             text = "Created account \(account) at version \(version) and switched to it\(took)."
         case "migrated":
-            text = "Switched to \(account), migrated from version \(Output.text(result["fromVersion"])) to \(version)\(took)."
+            text = "Switched to \(account), migrated from version \(Output.text(result.fromVersion)) to \(version)\(took)."
         default:
             text = "Switched to \(account) (version \(version))\(took)."
         }
-        if result["compatible"]?.boolValue == true {
+        if result.compatible {
             text += "\nThe file is newer than the bundle, but declares itself readable by it."
         }
-        if let previous = result["previous"]?.stringValue, previous != account {
+        if let previous = result.previous, previous != account {
             text += "\nThe previous account was \(previous)."
         }
         return text
-    }
-
-    private static func milliseconds(_ value: JSONValue) -> Double? {
-        switch value {
-        case .int(let number): Double(number)
-        case .double(let number): number
-        default: nil
-        }
     }
 }

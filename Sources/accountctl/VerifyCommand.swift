@@ -1,8 +1,9 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
 /// `accountctl verify ACCOUNT`: a full check of one account file.
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check an account file's integrity, foreign keys and schema.",
@@ -22,19 +23,18 @@ struct VerifyCommand: ParsableCommand {
         try validateAccountName(account)
     }
 
-    func run() throws {
-        let report = try global.connect().call(.verify, [("account", .string(account))])
-        let integrity = Self.lines(report["integrity"])
-        let foreignKeys = Self.lines(report["foreignKeys"])
-        let schema = Self.lines(report["schema"])
-        let edited = report["editedMigrations"]?.arrayValue ?? []
-        let healthy = report["healthy"]?.boolValue
-            ?? (integrity == ["ok"] && foreignKeys.isEmpty && schema.isEmpty && edited.isEmpty)
+    func run() async throws {
+        let report = try await global.connect().verify(account: account)
+        let integrity = [report.integrity]
+        let foreignKeys = report.foreignKeys
+        let schema = report.schema
+        let edited = report.editedMigrations
+        let healthy = report.healthy
         if global.json {
-            Output.json(report)
+            Output.json(report.parameters)
         } else {
             Output.fields([
-                ("account", Output.text(report["account"] ?? .string(account))),
+                ("account", report.account),
                 ("healthy", healthy ? "yes" : "no"),
                 ("integrity", integrity == ["ok"] ? "ok" : Self.problems(integrity)),
                 ("foreign keys", foreignKeys.isEmpty ? "ok" : Self.problems(foreignKeys)),
@@ -43,16 +43,6 @@ struct VerifyCommand: ParsableCommand {
             ])
         }
         if !healthy { throw ClientError.failed("account \(account) is not healthy") }
-    }
-
-    /// A report field as lines: an array of strings, or one string.
-    private static func lines(_ value: JSONValue?) -> [String] {
-        switch value {
-        case .array(let items)?: items.map { Output.text($0) }
-        case .string(let text)?: [text]
-        case nil, .null?: []
-        case let other?: [other.serialized()]
-        }
     }
 
     /// `2 problems` and then each on its own indented line.

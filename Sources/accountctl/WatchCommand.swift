@@ -1,3 +1,4 @@
+import AccountdClient
 import AccountdProtocol
 import ArgumentParser
 
@@ -8,7 +9,7 @@ import Darwin
 #endif
 
 /// `accountctl watch`: follow the daemon's events until interrupted.
-struct WatchCommand: ParsableCommand {
+struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print the daemon's events as they happen, until interrupted.",
@@ -21,18 +22,16 @@ struct WatchCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    func run() throws {
-        let connection = try global.connect()
-        let last = try connection.stream(.watch) { event in
+    func run() async throws {
+        // The daemon ends a watch only when it stops (with ShuttingDown, an error).
+        for try await event in try await global.connect().watch() {
             if global.json {
-                Output.json(event)
+                Output.json(event.parameters)
             } else {
-                print(Self.describe(event))
+                print(Self.describe(event.parameters))
             }
             Output.flush()
         }
-        // The daemon ends a watch only when it stops; show what it said last.
-        if global.json { Output.json(last) } else if last != .object([]) { print(Self.describe(last)) }
     }
 
     /// `12:03:04 switched account=alice previous=bob`.

@@ -251,4 +251,18 @@ struct JSONParserDepthTests {
         let json = "[" + Array(repeating: "[]", count: 100_000).joined(separator: ",") + "]"
         #expect(try JSONParser.parse(json).arrayValue?.count == 100_000)
     }
+
+    /// An SQL export chunk is one long string with an escaped newline every statement;
+    /// parsing it must take time in proportion to its length, not its length times its
+    /// escapes (which took minutes for a string like this one).
+    @Test func aLongStringWithManyEscapesParsesInLinearTime() throws {
+        let piece = #"INSERT INTO t VALUES(1,'x\u00e9');\n"#
+        let count = 80_000
+        let json = "\"" + String(repeating: piece, count: count) + "\""
+        let clock = ContinuousClock()
+        var value: JSONValue?
+        let elapsed = try clock.measure { value = try JSONParser.parse(json) }
+        #expect(value?.stringValue == String(repeating: "INSERT INTO t VALUES(1,'xé');\n", count: count))
+        #expect(elapsed < .seconds(5), "parsing a \(json.utf8.count)-byte string took \(elapsed)")
+    }
 }

@@ -1,3 +1,4 @@
+import AccountdProtocol
 import GRDBSQLite
 
 /// Writes the current row of a SQLite statement as JSON, straight from SQLite's
@@ -10,9 +11,9 @@ struct JSONRowWriter {
     private let columnKeys: [[UInt8]]
 
     init(table: String, columns: [String]) {
-        var p = "{\"table\":"
+        var p = ExportRow.parametersPrefix  // the keys of the wire model, ExportRow
         JSONText.appendString(table, to: &p)
-        p += ",\"row\":{"
+        p += ExportRow.rowSeparator + "{"
         prefix = Array(p.utf8)
         columnKeys = columns.enumerated().map { index, name in
             var key = index == 0 ? "" : ","
@@ -114,32 +115,5 @@ enum JSONText {
         }
         if value < 0 { out.append(0x2D) }
         withUnsafeBytes(of: &digits) { buffer in out.append(contentsOf: buffer[(20 - count)...]) }
-    }
-}
-
-/// Standard base64 (RFC 4648, with padding), appended to a byte buffer.
-enum Base64 {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func append(_ data: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        var index = 0
-        let count = data.count
-        out.reserveCapacity(out.count + (count + 2) / 3 * 4)
-        while index + 3 <= count {
-            let n = UInt32(data[index]) << 16 | UInt32(data[index + 1]) << 8 | UInt32(data[index + 2])
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-            out.append(alphabet[Int(n & 63)])
-            index += 3
-        }
-        let rest = count - index
-        if rest == 1 {
-            let n = UInt32(data[index]) << 16
-            out.append(contentsOf: [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], 0x3D, 0x3D])
-        } else if rest == 2 {
-            let n = UInt32(data[index]) << 16 | UInt32(data[index + 1]) << 8
-            out.append(contentsOf: [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], 0x3D])
-        }
     }
 }

@@ -23,18 +23,7 @@ extension Dispatcher {
             try sink.flush()
             return summary
         }
-        var final: [(String, JSONValue)] = [("format", .string(format.rawValue))]
-        switch format {
-        case .jsonl:
-            final.append(("tables", .object(summary.tables.sorted { $0.key < $1.key }.map { ($0.key, JSONValue($0.value)) })))
-            final.append(("rows", JSONValue(summary.rows)))
-        case .sql:
-            final.append(("statements", JSONValue(summary.statements)))
-        case .sqlite:
-            final.append(("sizeBytes", .int(summary.sizeBytes)))
-            final.append(("sha256", .string(summary.sha256)))
-        }
-        try await writer.send(Reply(parameters: .object(final)))
+        try await writer.send(Reply(parameters: ExportTotals(summary, format: format).parameters))
     }
 }
 
@@ -44,6 +33,8 @@ struct ReplySink: ExportSink {
     private var buffer: [UInt8] = []
     private static let threshold = 64 * 1024
     private static let rowPrefix = Array("{\"parameters\":".utf8)
+    private static let sqlPrefix = Array(("{\"parameters\":" + ExportChunk.sqlPrefix).utf8)
+    private static let dataPrefix = Array(("{\"parameters\":" + ExportChunk.dataPrefix).utf8)
     private static let suffix = Array(",\"continues\":true}\n".utf8)
 
     init(write: @escaping @Sendable ([UInt8]) throws -> Void) {
@@ -59,17 +50,18 @@ struct ReplySink: ExportSink {
     }
 
     mutating func sql(_ text: String) throws {
-        var line = "{\"parameters\":{\"sql\":"
-        JSONValue.writeString(text, to: &line)
-        line += "}"
-        buffer.append(contentsOf: line.utf8)
+        var string = ""
+        JSONValue.writeString(text, to: &string)
+        buffer.append(contentsOf: Self.sqlPrefix)
+        buffer.append(contentsOf: string.utf8)
+        buffer.append(UInt8(ascii: "}"))
         buffer.append(contentsOf: Self.suffix)
         if buffer.count >= Self.threshold { try flush() }
     }
 
     mutating func bytes(_ chunk: UnsafeRawBufferPointer) throws {
-        buffer.append(contentsOf: "{\"parameters\":{\"data\":\"".utf8)
-        buffer.append(contentsOf: Data(chunk).base64EncodedString().utf8)
+        buffer.append(contentsOf: Self.dataPrefix)
+        Base64.append(chunk, to: &buffer)
         buffer.append(contentsOf: "\"}".utf8)
         buffer.append(contentsOf: Self.suffix)
         if buffer.count >= Self.threshold { try flush() }

@@ -1,0 +1,100 @@
+import AccountdProtocol
+
+extension AccountdClient {
+    /// Which daemon is on the socket: its version, process, data root and bundle.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func info() async throws -> InfoReply {
+        try await call(.info, as: InfoReply.self)
+    }
+
+    /// Checks that the daemon answers.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func ping() async throws {
+        _ = try await call(.ping, as: EmptyReply.self)
+    }
+
+    /// The active account, the daemon's state and the versions.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func status() async throws -> DaemonStatus {
+        try await call(.status, as: DaemonStatus.self)
+    }
+
+    /// One account's file, version and state.
+    ///
+    /// - Throws: ``AccountdClientError``, e.g. `InvalidAccountName` from the daemon.
+    public func status(account: String) async throws -> AccountStatusReply {
+        try await call(.status, [("account", .string(account))], as: AccountStatusReply.self)
+    }
+
+    /// Every account with its size, and with `details` its version and state.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func list(details: Bool = false) async throws -> AccountList {
+        let request = Request(method: .list, parameters: Parameters(details ? [("details", true)] : []), more: true)
+        var entries: [ListEntry] = []
+        var summary: ListSummary?
+        let stream = ReplyStream<Either<ListEntry, ListSummary>>(
+            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .first(try ListEntry(parameters: parameters)) },
+            last: { parameters throws(ReplyDecodingError) in .second(try ListSummary(parameters: parameters)) })
+        for try await item in stream {
+            switch item {
+            case .first(let entry): entries.append(entry)
+            case .second(let last): summary = last
+            }
+        }
+        return AccountList(entries: entries, summary: summary ?? ListSummary(count: entries.count))
+    }
+
+    /// Makes `account` the active account, creating or migrating its file as needed.
+    ///
+    /// ```swift
+    /// let result = try await client.switchAccount("alice")
+    /// if result.action == "migrated" { print("migrated from", result.fromVersion ?? 0) }
+    /// ```
+    ///
+    /// - Parameter create: false to fail with `AccountNotFound` instead of creating it.
+    /// - Throws: ``AccountdClientError``, e.g. `AccountTooNew` or `MigrationFailed` from the daemon.
+    public func switchAccount(_ account: String, create: Bool = true) async throws -> SwitchResult {
+        try await call(.switchAccount, [("account", .string(account)), ("create", .bool(create))], as: SwitchResult.self)
+    }
+
+    /// Like ``switchAccount(_:create:)``, with each migration step as it begins.
+    ///
+    /// ```swift
+    /// for try await event in await client.switching(to: "alice") {
+    ///     switch event {
+    ///     case .progress(let step): print("step \(step.step)/\(step.of): \(step.name)")
+    ///     case .finished(let result): print("now at version \(result.version)")
+    ///     }
+    /// }
+    /// ```
+    public func switching(to account: String, create: Bool = true) -> ReplyStream<SwitchEvent> {
+        let request = Request(
+            method: .switchAccount, parameters: Parameters([("account", .string(account)), ("create", .bool(create))]), more: true)
+        return ReplyStream(
+            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .progress(try SwitchProgress(parameters: parameters)) },
+            last: { parameters throws(ReplyDecodingError) in .finished(try SwitchResult(parameters: parameters)) })
+    }
+
+    /// Migrates accounts to the bundle's version without switching to them: one result
+    /// per account as each finishes, then the summary. A failed account never stops the others.
+    public func migrate(_ selection: MigrateSelection) -> ReplyStream<MigrateEvent> {
+        let parameters: [(String, JSONValue)] =
+            switch selection {
+            case .all: [("all", true)]
+            case .accounts(let names): [("accounts", .array(names.map { .string($0) }))]
+            }
+        return ReplyStream(
+            client: self, request: Request(method: .migrate, parameters: Parameters(parameters), more: true),
+            element: { parameters throws(ReplyDecodingError) in .account(try MigrateResult(parameters: parameters)) }, last: { parameters throws(ReplyDecodingError) in .summary(try MigrateSummary(parameters: parameters)) })
+    }
+}
+
+/// One of two element types, for a stream whose last reply differs from the others.
+enum Either<First: Sendable, Second: Sendable>: Sendable {
+    case first(First)
+    case second(Second)
+}

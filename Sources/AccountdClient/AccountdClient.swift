@@ -1,0 +1,245 @@
+import AccountdProtocol
+import AsyncAlgorithms
+import NIOCore
+import NIOPosix
+
+/// A connection to accountd over its Unix socket, with one async method per protocol method.
+///
+/// Replies come back as the typed models of `AccountdProtocol` (``SwitchResult``,
+/// ``AccountStatusReply``, ...); streamed methods (`List`'s entries aside) are
+/// `AsyncSequence`s; a daemon error is thrown as ``AccountdClientError/daemon(_:)`` with
+/// its wire name.
+///
+/// ```swift
+/// let client = try await AccountdClient.connect()
+/// let result = try await client.switchAccount("alice")
+/// print("alice is at version \(result.version)")
+/// ```
+///
+/// **Errors.** Every public call throws only ``AccountdClientError``. The calls are declared
+/// with plain `throws` rather than `throws(AccountdClientError)`: with typed throws, a
+/// `do`/`catch` around them that matches `AccountdClientError.daemon(let error) where ...`
+/// crashes the Swift 6.3 compiler.
+///
+/// **Sharing.** A client is an actor and may be shared between tasks. Its requests go out
+/// one after another: a call waits until the one before it has its last reply, and a
+/// stream holds the connection from its first element until its last. A stream left
+/// before its end (a `break` out of `for try await`) closes the connection, since its
+/// remaining replies would otherwise come first; later calls then throw
+/// ``AccountdClientError/connectionLost(socket:reason:)``. Use one client per `watch()`.
+public actor AccountdClient {
+    /// The longest reply line accepted: an export chunk or a big value can be large.
+    public static let maximumReplyLength = 64 << 20
+
+    /// The socket this client is connected to.
+    public nonisolated let socketPath: String
+    private let channel: any Channel
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    /// Reply lines, in batches as they were read; the reading task waits while a batch is untaken.
+    private let inbox: AsyncThrowingChannel<[[UInt8]], any Error>
+    private var batch: [[UInt8]] = []
+    private var batchIndex = 0
+    /// Whether a request holds the connection, and who waits for it, first come first served.
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Set once the connection is unusable; every later call throws it.
+    private var failure: AccountdClientError?
+
+    private init(
+        socketPath: String, channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        inbox: AsyncThrowingChannel<[[UInt8]], any Error>
+    ) {
+        self.socketPath = socketPath
+        self.channel = channel
+        self.outbound = outbound
+        self.inbox = inbox
+    }
+
+    deinit {
+        channel.close(promise: nil)
+        inbox.finish()
+    }
+
+    /// Connects to the daemon.
+    ///
+    /// - Parameter socketPath: the socket; when nil, `$ACCOUNTD_SOCKET`, else
+    ///   `/run/accountd/accountd.sock` (see ``SocketPath/resolve(_:)``).
+    /// - Throws: ``AccountdClientError/unreachable(socket:reason:)`` for a missing socket,
+    ///   a refused connection or a permission problem, each with what to do.
+    public static func connect(socketPath: String? = nil) async throws -> AccountdClient {
+        let path = SocketPath.resolve(socketPath)
+        guard !path.isEmpty, path.utf8.count < SocketPath.maximumLength else {
+            throw AccountdClientError.unreachable(socket: path, reason: "the path does not fit in a Unix socket address")
+        }
+        let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: path) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw AccountdClientError.unreachable(socket: path, reason: Self.reason(connecting: error))
+        }
+        let inbox = AsyncThrowingChannel<[[UInt8]], any Error>()
+        let (writers, handOver) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
+        // The task that owns the channel: NIO closes it when `executeThenClose` returns, which
+        // is when the daemon closes the connection or the client closes the channel.
+        Task {
+            do {
+                try await asyncChannel.executeThenClose { inbound, outbound in
+                    handOver.yield(outbound)
+                    handOver.finish()
+                    try await ReplyLines.read(inbound, into: inbox)
+                }
+                inbox.finish()
+            } catch {
+                handOver.finish()
+                inbox.fail(error)
+            }
+        }
+        var iterator = writers.makeAsyncIterator()
+        guard let outbound = await iterator.next() else {
+            throw AccountdClientError.connectionLost(socket: path, reason: "the connection closed as it opened")
+        }
+        return AccountdClient(socketPath: path, channel: asyncChannel.channel, outbound: outbound, inbox: inbox)
+    }
+
+    /// Closes the connection. Calls after this throw ``AccountdClientError/connectionLost(socket:reason:)``.
+    public func close() {
+        fail(.connectionLost(socket: socketPath, reason: "the client closed the connection"))
+    }
+
+    private static func reason(connecting error: any Error) -> String {
+        if let error = error as? IOError { return AccountdClientError.reason(errno: error.errnoCode) }
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first?.error as? IOError {
+            return AccountdClientError.reason(errno: first.errnoCode)
+        }
+        return "\(error)"
+    }
+
+    // MARK: - One request at a time
+
+    /// Waits until no other request holds the connection, sends `request`, and holds the
+    /// connection until ``finish()``.
+    func begin(_ request: Request) async throws(AccountdClientError) {
+        if busy {
+            await withCheckedContinuation { waiters.append($0) }  // ownership is handed over by finish()
+        } else {
+            busy = true
+        }
+        if let failure {
+            finish()
+            throw failure
+        }
+        do {
+            try await outbound.write(ByteBuffer(string: request.encoded() + "\n"))
+        } catch {
+            let lost = AccountdClientError.connectionLost(socket: socketPath, reason: "sending the request failed: \(error)")
+            fail(lost)
+            finish()
+            throw lost
+        }
+    }
+
+    /// Lets the next waiting request have the connection.
+    func finish() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+
+    /// Gives up the connection after a stream was left before its end.
+    func abandon() {
+        fail(.connectionLost(socket: socketPath, reason: "an earlier stream was left before its last reply, so the connection was closed"))
+        finish()
+    }
+
+    private func fail(_ error: AccountdClientError) {
+        if failure == nil { failure = error }
+        channel.close(promise: nil)
+        inbox.finish()
+    }
+
+    /// The next reply line of the request that holds the connection.
+    ///
+    /// - Throws: ``AccountdClientError/connectionLost(socket:reason:)`` when the connection
+    ///   ends first or a line is too long.
+    func nextLine() async throws(AccountdClientError) -> [UInt8] {
+        try await fillBatch()
+        defer { batchIndex += 1 }
+        return batch[batchIndex]
+    }
+
+    /// Every reply line read and not yet taken, at least one: how a stream takes a read's
+    /// worth of lines with one call instead of one call per line.
+    ///
+    /// The taker gives back, with ``giveBack(_:)``, the lines after its request's last reply.
+    func nextLines() async throws(AccountdClientError) -> ArraySlice<[UInt8]> {
+        try await fillBatch()
+        defer { batchIndex = batch.count }
+        return batch[batchIndex...]
+    }
+
+    /// Puts back lines taken with ``nextLines()`` that belong to the next request.
+    func giveBack(_ lines: ArraySlice<[UInt8]>) {
+        guard !lines.isEmpty else { return }
+        batch = Array(lines) + batch[batchIndex...]
+        batchIndex = 0
+    }
+
+    private func fillBatch() async throws(AccountdClientError) {
+        while batchIndex == batch.count {
+            if let failure { throw failure }
+            var iterator = inbox.makeAsyncIterator()
+            let next: [[UInt8]]?
+            do {
+                next = try await iterator.next()
+            } catch let error as LineFramer.LineTooLong {
+                let lost = AccountdClientError.connectionLost(
+                    socket: socketPath, reason: "a reply is longer than \(error.limit >> 20) MiB; is accountd listening on this socket?")
+                fail(lost)
+                throw lost
+            } catch {
+                let lost = AccountdClientError.connectionLost(socket: socketPath, reason: "reading the reply failed: \(error)")
+                fail(lost)
+                throw lost
+            }
+            guard let next else {
+                let lost = failure ?? .connectionLost(socket: socketPath, reason: "the daemon closed the connection before its reply was complete")
+                fail(lost)
+                throw lost
+            }
+            batch = next
+            batchIndex = 0
+        }
+    }
+
+    /// Decodes a reply line, turning an error reply into ``AccountdClientError/daemon(_:)``.
+    nonisolated func reply(_ line: [UInt8]) throws(AccountdClientError) -> Reply {
+        let reply: Reply
+        do {
+            reply = try Reply.decode(line)
+        } catch {
+            throw AccountdClientError.connectionLost(socket: socketPath, reason: "\(error.message); is accountd listening on this socket?")
+        }
+        if let error = ProtocolError(reply: reply) { throw .daemon(error) }
+        return reply
+    }
+
+    /// Sends a request that gets one reply and decodes it as `Model`.
+    func call<Model: ReplyModel>(_ method: Method, _ parameters: [(String, JSONValue)] = [], as: Model.Type) async throws(AccountdClientError) -> Model {
+        try await begin(Request(method: method, parameters: Parameters(parameters)))
+        defer { finish() }
+        let line = try await nextLine()
+        let reply = try reply(line)
+        do {
+            return try Model(parameters: reply.parameters)
+        } catch {
+            throw AccountdClientError.unexpectedReply(error)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import AccountdProtocol
+
+/// The replies of one streamed request, as typed elements.
+///
+/// The request is sent when iteration begins, and holds the client's connection until its
+/// last reply (see ``AccountdClient`` on sharing). Iterate it once.
+public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
+    /// Turns one reply line into an element; `last` is true for the request's final reply.
+    typealias Parse = @Sendable (_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
+
+    let client: AccountdClient
+    let request: Request
+    let parse: Parse
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(client: client, request: request, parse: parse)
+    }
+
+    /// Sends the request on the first ``next()`` and yields one element per reply.
+    public final class Iterator: AsyncIteratorProtocol {
+        private let client: AccountdClient
+        private let request: Request
+        private let parse: Parse
+        private var started = false
+        private var finished = false
+        /// Reply lines taken from the client and not yet parsed.
+        private var pending: ArraySlice<[UInt8]> = []
+
+        init(client: AccountdClient, request: Request, parse: @escaping Parse) {
+            self.client = client
+            self.request = request
+            self.parse = parse
+        }
+
+        /// The next element, or nil after the last reply.
+        ///
+        /// - Throws: ``AccountdClientError``: the daemon's error reply, or a lost connection.
+        public func next() async throws -> Element? {
+            guard !finished else { return nil }
+            if !started {
+                started = true
+                do {
+                    try await client.begin(request)
+                } catch {
+                    finished = true  // begin has let the connection go
+                    throw error
+                }
+            }
+            do {
+                while true {
+                    if pending.isEmpty { pending = try await client.nextLines() }
+                    let line = pending.removeFirst()
+                    let (element, last) = try parse(line, client)
+                    if last {
+                        finished = true
+                        await client.giveBack(pending)
+                        pending = []
+                        await client.finish()
+                    }
+                    if let element { return element }
+                    if last { return nil }
+                }
+            } catch {
+                if !finished {
+                    finished = true
+                    await client.giveBack(pending)  // an error reply ends the request too
+                    pending = []
+                    await client.finish()
+                }
+                throw error
+            }
+        }
+
+        deinit {
+            // Left before the last reply: the rest would arrive ahead of the next request's.
+            guard started, !finished else { return }
+            let client = client
+            Task { await client.abandon() }
+        }
+    }
+}
+
+extension ReplyStream {
+    /// A stream whose continuing replies decode as `element` and whose last as `last`.
+    init(
+        client: AccountdClient, request: Request,
+        element: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element,
+        last: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element?
+    ) {
+        self.init(client: client, request: request) { line, client throws(AccountdClientError) in
+            let reply = try client.reply(line)
+            do throws(ReplyDecodingError) {
+                return reply.continues ? (try element(reply.parameters), false) : (try last(reply.parameters), true)
+            } catch {
+                throw .unexpectedReply(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+/// One account's outcome in `Migrate`: a streamed reply with `more: true`, else an
+/// entry of the summary's `results`.
+public struct MigrateResult: ReplyModel {
+    /// What happened to the account.
+    public enum Outcome: Hashable, Sendable {
+        /// `migrated` or `current`, with the versions before and after.
+        case done(result: String, fromVersion: Int?, version: Int)
+        /// `failed`: the error's wire name and message. A failed account never stops the others.
+        case failed(error: String, message: String?)
+    }
+
+    enum Key: String { case account, result, fromVersion, version, error, message }
+
+    public var account: String
+    public var outcome: Outcome
+
+    public init(account: String, outcome: Outcome) {
+        self.account = account
+        self.outcome = outcome
+    }
+
+    /// `migrated`, `current` or `failed`.
+    public var result: String {
+        switch outcome {
+        case .done(let result, _, _): result
+        case .failed: "failed"
+        }
+    }
+
+    public init(parameters: JSONValue) throws(ReplyDecodingError) {
+        try self.init(ReplyReader(parameters, model: "Migrate"))
+    }
+
+    init(_ reader: ReplyReader) throws(ReplyDecodingError) {
+        account = try reader.string(Key.account)
+        let result = try reader.string(Key.result)
+        if result == "failed" {
+            outcome = .failed(error: try reader.optionalString(Key.error) ?? "", message: try reader.optionalString(Key.message))
+        } else {
+            outcome = .done(result: result, fromVersion: try reader.optionalInt(Key.fromVersion), version: try reader.int(Key.version))
+        }
+    }
+
+    public var parameters: JSONValue {
+        var object = ReplyObject()
+        object.add(Key.account, .string(account))
+        object.add(Key.result, .string(result))
+        switch outcome {
+        case .done(_, let fromVersion, let version):
+            object.add(Key.fromVersion, JSONValue(fromVersion))
+            object.add(Key.version, JSONValue(version))
+        case .failed(let error, let message):
+            object.add(Key.error, .string(error))
+            object.add(Key.message, JSONValue(message))
+        }
+        return object.value
+    }
+}

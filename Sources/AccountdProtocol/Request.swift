@@ -11,14 +11,11 @@ public struct Request: Sendable {
     public var parameters: Parameters
     /// Whether the client accepts streamed replies.
     public var more: Bool
-    /// Whether the request came in the inline form.
-    public var isInline: Bool
 
-    public init(method: Method, parameters: Parameters = Parameters(), more: Bool = false, isInline: Bool = false) {
+    public init(method: Method, parameters: Parameters = Parameters(), more: Bool = false) {
         self.method = method
         self.parameters = parameters
         self.more = more
-        self.isInline = isInline
     }
 
     /// The request as a JSON line (without its `\n`), as `accountctl` sends it.
@@ -143,7 +140,7 @@ public struct Request: Sendable {
             }
             pairs = [("namespace", .string(words[0])), ("key", .string(words[1])), ("value", value)]
         }
-        return Request(method: method, parameters: Parameters(pairs), more: true, isInline: true)
+        return Request(method: method, parameters: Parameters(pairs), more: true)
     }
 
     private func validateParameterNames() throws(ProtocolError) {

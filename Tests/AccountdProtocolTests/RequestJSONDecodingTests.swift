@@ -8,7 +8,6 @@ struct RequestJSONDecodingTests {
         #expect(request.method == .ping)
         #expect(request.parameters.pairs.isEmpty)
         #expect(request.more == false)
-        #expect(request.isInline == false)
     }
 
     @Test func withParametersAndMore() throws {
@@ -18,7 +17,6 @@ struct RequestJSONDecodingTests {
         #expect(request.parameters["account"] == "alice")
         #expect(request.parameters["create"] == true)
         #expect(request.more == true)
-        #expect(request.isInline == false)
     }
 
     @Test("more is read as given", arguments: [
@@ -199,7 +197,6 @@ struct RequestJSONDecodingTests {
         let decoded = try #require(try Request.decode(bytes(line)))
         #expect(decoded.method == original.method)
         #expect(decoded.more == original.more)
-        #expect(decoded.isInline == false)
         #expect(JSONValue.object(decoded.parameters.pairs) == .object(original.parameters.pairs))
     }
 

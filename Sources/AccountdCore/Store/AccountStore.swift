@@ -199,18 +199,6 @@ public final class AccountStore: Sendable {
         }
     }
 
-    /// Opens a read-write connection pool on an account file that ``open(_:create:progress:)`` made ready.
-    ///
-    /// The pool enforces foreign keys, uses WAL with `synchronous = FULL`, and accepts
-    /// double-quoted string literals like the `sqlite3` shell.
-    public func connect(_ account: AccountName) throws -> DatabasePool {
-        var config = Connections.configuration(foreignKeys: true, label: "account \(account)")
-        config.maximumReaderCount = 4
-        let pool = try DatabasePool(path: root.accountPath(account), configuration: config)
-        try Connections.requireFullSync(pool)
-        return pool
-    }
-
     /// The account's state relative to the bundle. Reads the file's records only: it
     /// never waits for a migration and never changes the file.
     public func status(_ account: AccountName) -> AccountStatus {

@@ -96,10 +96,6 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
 }
 
 extension AccountdError {
-    static func invalidName(_ error: InvalidAccountName) -> AccountdError {
-        AccountdError(.invalidAccountName, error.description, account: error.name)
-    }
-
     static func corrupt(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
         AccountdError(
             .accountCorrupt,

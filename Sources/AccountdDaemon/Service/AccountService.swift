@@ -159,7 +159,7 @@ final class AccountService: Sendable {
         return try await pool.run {
             preferences.close(account)
             let outcome = try store.open(account, create: create) { step in
-                board.progress(account, step)
+                board.stepStarted(account)
                 SystemdNotifier.status("migrating \(account) \(step.step)/\(step.of)")
                 // A migration at start-up may be long: ask systemd for more time, a step at a time.
                 SystemdNotifier.notify("EXTEND_TIMEOUT_USEC=120000000")

@@ -30,8 +30,6 @@ final class EventHub: Sendable {
         for subscriber in targets { subscriber.publish(event) }
     }
 
-    var watcherCount: Int { subscribers.withLock { $0.count } }
-
     func finishAll() {
         let targets = subscribers.withLock { Array($0.values) }
         for subscriber in targets { subscriber.finish() }

@@ -283,8 +283,9 @@ final class AccountService: Sendable {
             preferences.close(account)
             return try store.restore(account, snapshot: snapshot)
         }
+        let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace (it had been removed)"
         logger.notice(
-            "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); the replaced file was kept as \(saved?.name ?? "nothing")",
+            "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
             metadata: ["account": "\(account)"])
         var reopened: OpenOutcome?
         if account == active {

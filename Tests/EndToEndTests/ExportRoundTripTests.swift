@@ -68,13 +68,7 @@ import Testing
 
     /// A daemon on the rich bundle with account `alice` created by it and filled by sqlite3.
     static func prepare(_ dir: borrowing TestDirectory) throws -> DaemonProcess {
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: steps)
-        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle)
-        let switched = try daemon.client().callOne("switch alice")
-        try #require(switched.error == nil, "\(switched.parameters)")
-        try #require(switched.parameters["action"] == "created")
-        try E2E.sql(daemon.accountPath("alice"), fill)
-        return daemon
+        try E2E.daemonWithAlice(dir, steps: steps, fill: fill)
     }
 
     static let masterQuery = "SELECT type, name, tbl_name, quote(sql) FROM sqlite_master ORDER BY name;"

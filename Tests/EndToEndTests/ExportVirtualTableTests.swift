@@ -79,12 +79,7 @@ import Testing
 
     /// A daemon on the search bundle with account `alice` created by it and filled by sqlite3.
     static func prepare(_ dir: borrowing TestDirectory) throws -> DaemonProcess {
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: steps)
-        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle)
-        let switched = try daemon.client().callOne("switch alice")
-        try #require(switched.error == nil, "\(switched.parameters)")
-        try #require(switched.parameters["action"] == "created")
-        try E2E.sql(daemon.accountPath("alice"), fill)
+        let daemon = try E2E.daemonWithAlice(dir, steps: steps, fill: fill)
         // The fixture is what the test says it is: these are the file's shadow tables.
         let shadows = try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM pragma_table_list WHERE type = 'shadow';")
         try #require(Set(shadows.split(separator: "\n").map(String.init)) == shadowTables)

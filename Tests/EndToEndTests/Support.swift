@@ -50,6 +50,18 @@ enum E2E {
         try spawning { try DaemonProcess(directory: directory, bundle: bundle, environment: environment) }
     }
 
+    /// A daemon on a bundle written from `steps`, with account `alice` created by the daemon
+    /// and then filled by `sqlite3` running `fill`.
+    static func daemonWithAlice(_ dir: borrowing TestDirectory, steps: [String], fill: String) throws -> DaemonProcess {
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: steps)
+        let daemon = try daemon(directory: dir.path, bundle: bundle)
+        let switched = try daemon.client().callOne("switch alice")
+        try #require(switched.error == nil, "\(switched.parameters)")
+        try #require(switched.parameters["action"] == "created")
+        try sql(daemon.accountPath("alice"), fill)
+        return daemon
+    }
+
     /// Runs `sqlite3` on `database` and returns its output without the trailing newline.
     @discardableResult
     static func sql(_ database: String, _ script: String) throws -> String {

@@ -75,7 +75,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     return 0
 }
 
-/// Answers one line as `Connection` does: decode, then at once if possible, else in a task.
+/// Answers one line as `Connection` does: admitted, then started at once if possible, else run in a task.
 func answer(_ line: [UInt8], made: inout Int) {
     let request: Request
     let invariants = ReplyInvariants(line: line, clientText: { [] }, context: failureContext)
@@ -105,20 +105,27 @@ func answer(_ line: [UInt8], made: inout Int) {
     let started = ContinuousClock.now
     defer { harness.statistics.record(request.method, ContinuousClock.now - started) }
     let replies: [Reply]
-    if let reply = dispatcher.immediateReply(to: request, peer: harness.peer) {
+    switch dispatcher.admit(line, peer: harness.peer) {
+    case .blank:
+        fatalError("a line that decodes to a request was taken as blank: \(failureContext())")
+    case .refused(let reply):
         harness.statistics.immediate += 1
-        let bytes = Array(reply.encoded().utf8)
-        replies = checked.check(bytes, for: request)
-        // The fast path and the task must agree (Info's uptime may have moved on).
-        if request.method != .info {
-            checked.checkAgreement(atOnce: bytes, task: harness.handle(request), for: request)
+        replies = checked.check(Array(reply.encoded().utf8), for: request)
+    case .admitted(let call):
+        let isChange = request.method == .set || request.method == .delete
+        if isChange && harness.statistics.requests % 2 == 1 {
+            // Every other Set or Delete runs in a task even when its table is open.
+            replies = checked.check(harness.handle(call), for: request)
+        } else if let bytes = harness.start(call) {
+            if isChange { harness.statistics.withoutTask += 1 } else { harness.statistics.immediate += 1 }
+            replies = checked.check(bytes, for: request)
+            // An answer at once and the task's must agree (Info's uptime may have moved on).
+            if !isChange && request.method != .info {
+                checked.checkAgreement(atOnce: bytes, task: harness.handle(call), for: request)
+            }
+        } else {
+            replies = checked.check(harness.handle(call), for: request)
         }
-    } else if harness.statistics.requests % 2 == 0, let bytes = harness.startChange(request) {
-        // Every other Set or Delete takes the connection's path without a task, the others a task's.
-        harness.statistics.withoutTask += 1
-        replies = checked.check(bytes, for: request)
-    } else {
-        replies = checked.check(harness.handle(request), for: request)
     }
     for reply in replies {
         harness.statistics.replies[reply.error?.shortName ?? "ok", default: 0] += 1

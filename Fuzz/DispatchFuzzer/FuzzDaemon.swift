@@ -5,7 +5,7 @@ import Foundation
 import Logging
 
 /// The daemon's parts wired as `Daemon.run` wires them, minus the socket: a data root,
-/// the store, the preference service, the blocking pool, the account service and the
+/// the store, the preference service, the blocking pool, the services and the
 /// dispatcher, configured like `config/accountd.yaml`, on a data root that starts with
 /// the fixtures' accounts.
 final class FuzzDaemon {
@@ -17,7 +17,7 @@ final class FuzzDaemon {
     ]
 
     let root: DataRoot
-    let service: AccountService
+    let services: Services
     let dispatcher: Dispatcher
     private let pool: BlockingPool
     private let preferences: PreferenceService
@@ -35,11 +35,9 @@ final class FuzzDaemon {
         pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
         let hub = EventHub()
         preferences = try PreferenceService(declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true)
-        service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
-        service.setPhase(.serving)
+        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
         dispatcher = Dispatcher(
-            service: service, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger,
-            temporaryDirectory: root.path + "/tmp", migrateConcurrency: 2)
+            services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 2)
     }
 
     /// Closes the preference databases and stops the pool, as the daemon does on SIGTERM.

@@ -72,15 +72,14 @@ final class Harness {
         }
     }
 
-    /// Handles `request` as a connection's task does, and returns the bytes written.
-    func handle(_ request: Request) -> [UInt8] {
+    /// Runs `call` as a connection's task does, and returns the bytes written.
+    func handle(_ call: Dispatcher.Call) -> [UInt8] {
         let transport = CapturingTransport()
         let dispatcher = daemon.dispatcher
-        let peer = peer
         Blocking.wait {
             let writer = ReplyWriter(transport)
             do {
-                try await dispatcher.handle(request, peer: peer, writer: writer)
+                try await dispatcher.run(call, writer: writer)
                 try await writer.flush()
             } catch {
                 preconditionFailure("ClientGone from a transport that never fails")
@@ -89,23 +88,24 @@ final class Harness {
         return transport.take()
     }
 
-    /// Handles a Set or Delete as a connection does, without a task, and returns the bytes
-    /// written; nil when the request needs a task (see ``Dispatcher/startChange(_:peer:done:)``).
-    func startChange(_ request: Request) -> [UInt8]? {
+    /// Starts `call` as a connection does, without a task, and returns the bytes written:
+    /// an answer at once, or a group commit's; nil when the call needs a task (see
+    /// ``Dispatcher/start(_:committed:)``).
+    func start(_ call: Dispatcher.Call) -> [UInt8]? {
         let committed = DispatchSemaphore(value: 0)
-        let ending = Mutex<Dispatcher.ChangeEnd?>(nil)
-        let start = daemon.dispatcher.startChange(request, peer: peer) { end in
+        let ending = Mutex<Dispatcher.Committed?>(nil)
+        let start = daemon.dispatcher.start(call) { end in
             ending.withLock { $0 = end }
             committed.signal()
         }
         switch start {
-        case .needsTask: return nil
-        case .replied(let reply): return Array(reply.encoded().utf8)
-        case .started:
+        case .task, .watch: return nil
+        case .answered(let reply): return Array(reply.encoded().utf8)
+        case .committing:
             committed.wait()
             switch ending.withLock({ $0 })! {
             case .answered(let reply): return Array(reply.encoded().utf8)
-            // A switch closed the table meanwhile: the connection hands the request to a task.
+            // A switch closed the table meanwhile: the connection hands the call to a task.
             case .retry(let retry): return handle(retry)
             }
         }

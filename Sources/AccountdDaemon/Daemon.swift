@@ -38,19 +38,20 @@ public enum Daemon {
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.migrations.count) migrations, new accounts from \(bundle.creationMethod.rawValue)")
-        let store = AccountStore(root: root, bundle: bundle, options: settings.storeOptions)
+        let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit)
         defer { preferences.closeAll() }
-        let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
-        await service.restoreSavedAccount()
+        let services = Services(stores: stores, preferences: preferences, pool: pool, hub: hub, logger: logger)
+        let switching = services.switching
+        let systemd = SystemdStatus(active: { switching.active })
+        hub.listen(systemd.handle)
+        await switching.restoreSavedAccount()
 
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
-        let dispatcher = Dispatcher(
-            service: service, policy: policy, logger: logger, temporaryDirectory: root.temporaryDirectory,
-            migrateConcurrency: settings.migrateConcurrency)
+        let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
         let listener: SocketServer.Listener
         if let passed = SocketActivation.passedSocket() {
             let path = SocketActivation.path(of: passed.fd)
@@ -64,28 +65,23 @@ public enum Daemon {
             idleTimeout: settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil,
             logger: logger,
             onReady: {
-                Task {
-                    service.setPhase(.serving)
-                    let status = service.statusLine
-                    SystemdNotifier.ready(status: status)
-                    logger.notice("accountd \(AccountdVersion.current) ready: \(status)")
-                }
+                logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
             },
             onStopping: {
-                SystemdNotifier.stopping()
+                systemd.stopping()
                 logger.notice("shutting down: no new connections; finishing the requests in progress")
             })
         let group = ServiceGroup(
             configuration: .init(
                 services: [
                     .init(service: server),
-                    .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: service.livenessRead), logger: logger)),
+                    .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: switching.livenessRead), logger: logger)),
                     .init(
-                        service: ReloadService(loader: loader, initial: settings, service: service, policy: policy, logger: logger)),
+                        service: ReloadService(
+                            loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        service.setPhase(.stopping)
         try? await pool.shutdown()
         logger.notice("accountd stopped")
     }

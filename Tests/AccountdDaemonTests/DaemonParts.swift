@@ -6,7 +6,7 @@ import Logging
 
 /// The daemon's parts behind a connection, wired as `Daemon.run` wires them but without
 /// a socket: a store over a data root at a temporary path with the sample bundle, the
-/// preference service, the blocking pool, the account service and the dispatcher.
+/// preference service, the blocking pool, the services and the dispatcher.
 final class DaemonParts {
     let hub = EventHub()
     let dispatcher: Dispatcher
@@ -19,11 +19,9 @@ final class DaemonParts {
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())
         preferences = try PreferenceService(declarations: [], root: store.root, hub: hub, groupCommit: true)
         let logger = Logger(label: "test")
-        let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
-        service.setPhase(.serving)
+        let services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
         dispatcher = Dispatcher(
-            service: service, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger,
-            temporaryDirectory: path + "/tmp", migrateConcurrency: 1)
+            services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 1)
     }
 
     /// Runs `body` with new parts over a data root at `path`, then closes the preference

@@ -1,4 +1,5 @@
 import AccountdProtocol
+import Foundation
 import GRDB
 
 extension AccountStore {
@@ -42,6 +43,10 @@ extension AccountStore {
             try FileSystem.removeWithCompanions(path)
             if purge {
                 for staging in DataRoot.Staging.allCases { try FileSystem.removeWithCompanions(root.stagingPath(account, staging)) }
+                let temporary = (try? FileManager.default.contentsOfDirectory(atPath: root.temporaryDirectory)) ?? []
+                for file in temporary where Exporter.isStagedCopy(file, of: account) {
+                    try FileSystem.removeWithCompanions(root.temporaryDirectory + "/" + file)
+                }
                 outcome.snapshotsErased = try snapshots.removeAll(account)
             }
             try FileSystem.fsyncDirectory(root.accountsDirectory)

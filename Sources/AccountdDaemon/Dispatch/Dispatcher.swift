@@ -2,102 +2,164 @@ import AccountdCore
 import AccountdProtocol
 import Logging
 
-/// Routes each request to its handler, after access and streaming checks, and
-/// turns every failure into an error reply.
+/// The one way a request goes through the daemon: admitted, started, and, when it
+/// must wait, run.
+///
+/// 1. ``admit(_:peer:)`` decodes the line once, into a typed ``Command``, after one
+///    access check, and checks its streaming flag.
+/// 2. ``start(_:committed:)`` answers it at once when memory is enough (Ping, Info, the
+///    daemon's Status, most Gets and Keys), hands a Set or Delete on an open table to its
+///    group commit, or says that it needs a task.
+/// 3. ``run(_:writer:)`` handles it in that task, for everything that waits for a
+///    lock, SQLite or the disk.
+///
+/// Each step turns every failure into an error reply through ``reply(for:method:)``, the
+/// one funnel to wire names; the connection only writes what comes out.
 struct Dispatcher: Sendable {
-    let service: AccountService
+    let services: Services
     let policy: Reloadable<AccessPolicy>
     let logger: Logger
-    /// Where `Export` stages `sqlite` copies.
-    let temporaryDirectory: String
     /// How many accounts `Migrate` works on at once.
     let migrateConcurrency: Int
 
-    /// Handles one request, writing its replies.
+    /// An admitted request: what it asks for, and whether its client takes streamed replies.
+    struct Call: Sendable {
+        var command: Command
+        var more: Bool
+    }
+
+    /// What ``admit(_:peer:)`` made of a line.
+    enum Admission {
+        /// A blank line: not a request, no reply.
+        case blank
+        /// Refused, with the error reply.
+        case refused(Reply)
+        case admitted(Call)
+    }
+
+    /// How a call is run, as ``start(_:committed:)`` decides.
+    enum Start {
+        /// Answered already.
+        case answered(Reply)
+        /// Handed to a group commit; the reply comes through the `committed` callback.
+        case committing
+        /// Needs a task: call ``run(_:writer:)``.
+        case task
+        /// A `Watch`: the connection subscribes to events.
+        case watch
+    }
+
+    /// How a change handed to a group commit ended.
+    enum Committed: Sendable {
+        /// Committed, or failed: the reply.
+        case answered(Reply)
+        /// A switch or restore closed the account's table first: run this call (naming the
+        /// account it was meant for) with ``run(_:writer:)``, which waits for that switch or
+        /// restore and tries again.
+        case retry(Call)
+    }
+
+    /// Decodes one request line, checks the peer's access and the request's parameters.
+    func admit(_ line: [UInt8], peer: PeerCredentials) -> Admission {
+        var method: Method?
+        do {
+            guard let request = try Request.decode(line) else { return .blank }
+            method = request.method
+            try checkAccess(request.method, peer: peer)
+            let command = try Command(request)
+            if request.method.streaming == .required && !request.more {
+                throw ProtocolError(
+                    .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
+                    facts: [("method", .string(request.method.qualifiedName))])
+            }
+            return .admitted(Call(command: command, more: request.more))
+        } catch {
+            return .refused(reply(for: error, method: method))
+        }
+    }
+
+    /// Starts an admitted call without waiting for anything.
+    ///
+    /// `committed` is called on the committing thread once a change handed to its group
+    /// commit is durably committed or has failed (see ``Committed``).
+    func start(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
+        do {
+            switch call.command {
+            case .ping: return .answered(Reply())
+            case .info: return .answered(Reply(services.info()))
+            case .status(nil): return .answered(Reply(services.switching.daemonStatus()))
+            case .watch: return .watch
+            case .get, .keys:
+                guard let reply = try readAtOnce(call.command) else { return .task }
+                return .answered(reply)
+            case .set, .delete:
+                return try changeAtOnce(call, committed: committed)
+            default:
+                return .task
+            }
+        } catch {
+            return .answered(reply(for: error, method: call.command.method))
+        }
+    }
+
+    /// Runs a call that may wait, writing its replies.
     ///
     /// - Throws: ``ClientGone`` only: every other failure becomes an error reply.
-    func handle(_ request: Request, peer: PeerCredentials, writer: ReplyWriter) async throws(ClientGone) {
+    func run(_ call: Call, writer: ReplyWriter) async throws(ClientGone) {
         do {
-            try admit(request, peer: peer)
-            try await route(request, writer: writer)
+            try await perform(call, writer: writer)
         } catch let error as ClientGone {
             throw error
         } catch {
-            try await writer.send(ErrorMapping.reply(for: error, method: request.method, logger: logger))
+            try await writer.send(reply(for: error, method: call.command.method))
         }
     }
 
-    /// The reply to a request that is answered without waiting for anything: Ping, Info,
-    /// the daemon's Status, and Get or Keys on values held in memory. Nil when the request
-    /// needs ``handle(_:peer:writer:)``.
-    ///
-    /// Connections call this on their event loop for every request, so the common small
-    /// requests cost no task switch and no hop to another thread.
-    func immediateReply(to request: Request, peer: PeerCredentials) -> Reply? {
-        switch request.method {
-        case .ping, .info, .status, .get, .keys: break
-        default: return nil
-        }
-        do {
-            try admit(request, peer: peer)
-            switch request.method {
-            case .ping: return Reply()
-            case .info: return Reply(parameters: service.info())
-            case .status:
-                guard try request.parameters.account() == nil else { return nil }
-                return Reply(parameters: service.daemonStatus())
-            default: return try preferenceReadAtOnce(request)
-            }
-        } catch {
-            return ErrorMapping.reply(for: error, method: request.method, logger: logger)
-        }
+    /// The error reply for `error`: the one place errors get their wire names.
+    func reply(for error: any Error, method: Method?) -> Reply {
+        ErrorMapping.reply(for: error, method: method, logger: logger)
     }
 
-    /// Checks the peer's role and the request's streaming flag.
-    func admit(_ request: Request, peer: PeerCredentials) throws {
+    private func checkAccess(_ method: Method, peer: PeerCredentials) throws {
         do {
-            try policy.current.check(request.method, peer: peer)
+            try policy.current.check(method, peer: peer)
         } catch {
             logger.warning(
-                "refused \(request.method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])
+                "refused \(method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])
             throw error
-        }
-        if request.method.streaming == .required && !request.more {
-            throw ProtocolError(
-                .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
-                facts: [("method", .string(request.method.qualifiedName))])
         }
     }
 
-    private func route(_ request: Request, writer: ReplyWriter) async throws {
-        let parameters = request.parameters
-        switch request.method {
-        case .info:
-            try await writer.send(Reply(parameters: service.info()))
+    private func perform(_ call: Call, writer: ReplyWriter) async throws {
+        switch call.command {
         case .ping:
             try await writer.send(Reply())
-        case .status:
-            try await status(parameters, writer: writer)
-        case .list:
-            try await list(parameters, writer: writer)
-        case .switchAccount:
-            try await switchAccount(request, writer: writer)
-        case .migrate:
-            try await migrate(request, writer: writer)
-        case .export:
-            try await export(parameters, writer: writer)
-        case .verify:
-            try await verify(parameters, writer: writer)
-        case .snapshots:
-            try await snapshots(parameters, writer: writer)
-        case .restore:
-            try await restore(parameters, writer: writer)
-        case .snapshot:
-            try await snapshot(parameters, writer: writer)
-        case .remove:
-            try await remove(parameters, writer: writer)
-        case .get, .set, .delete, .keys:
-            try await preferences(request, writer: writer)
+        case .info:
+            try await writer.send(Reply(services.info()))
+        case .status(let account):
+            try await status(account, writer: writer)
+        case .list(let details):
+            try await list(details: details, writer: writer)
+        case .switchAccount(let account, let create):
+            try await switchAccount(account, create: create, more: call.more, writer: writer)
+        case .migrate(let target):
+            try await migrate(target, more: call.more, writer: writer)
+        case .export(let account, let format):
+            try await export(account, format: format, writer: writer)
+        case .verify(let account):
+            try await writer.send(Reply(VerifyResult(try await services.maintenance.verify(account))))
+        case .snapshots(let account):
+            try await snapshots(account, writer: writer)
+        case .restore(let account, let snapshot):
+            try await restore(account, snapshot: snapshot, writer: writer)
+        case .snapshot(let account, let label):
+            try await writer.send(Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))))
+        case .remove(let account, let purge):
+            try await remove(account, purge: purge, writer: writer)
+        case .get, .keys:
+            try await writer.send(try await read(call.command))
+        case .set, .delete:
+            try await writer.send(try await change(call.command))
         case .watch:
             throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }

@@ -8,7 +8,7 @@ import Logging
 /// Core errors keep their message and facts. Anything unexpected goes out as
 /// `InternalError` with a reference; its details are logged, never sent.
 enum ErrorMapping {
-    static func reply(for error: any Error, method: Method, logger: Logger) -> Reply {
+    static func reply(for error: any Error, method: Method?, logger: Logger) -> Reply {
         switch error {
         case let error as ProtocolError:
             return error.reply
@@ -25,7 +25,8 @@ enum ErrorMapping {
             return ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(error.name))]).reply
         default:
             let reference = String(UUID().uuidString.prefix(8)).lowercased()
-            logger.error("internal error \(reference) in \(method.rawValue): \(error)", metadata: ["error": "\(error)"])
+            logger.error(
+                "internal error \(reference) in \(method?.rawValue ?? "a request"): \(error)", metadata: ["error": "\(error)"])
             return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
         }
     }

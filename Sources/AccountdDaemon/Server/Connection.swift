@@ -141,7 +141,7 @@ final class Connection: ChannelDuplexHandler {
             case .answer(let line):
                 answer(line, context)
             case .refuseWhileWatching(let line):
-                guard let reply = Self.refusal(line) else { continue }
+                guard let reply = refusal(line) else { continue }
                 append(reply)
             case .yieldTurn:
                 yieldTurn(context)
@@ -154,36 +154,49 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
+    /// Answers one request line: admitted and started by the dispatcher, run in a task
+    /// when it must wait.
     private func answer(_ line: [UInt8], _ context: ChannelHandlerContext) {
-        let request: Request
-        do {
-            guard let decoded = try Request.decode(line) else { return }
-            request = decoded
-        } catch {
-            append(error.reply)
-            return
-        }
-        if request.method == .watch {
-            startWatch(request, context)
-            return
-        }
-        if let reply = dispatcher.immediateReply(to: request, peer: peer) {
+        let call: Dispatcher.Call
+        switch dispatcher.admit(line, peer: peer) {
+        case .blank: return
+        case .refused(let reply):
             append(reply)
             return
+        case .admitted(let admitted): call = admitted
         }
-        if startChange(request, context) { return }
-        machine.requestStarted()
-        startTask(request, context)
+        let loop = context.eventLoop
+        let committed = NIOLoopBound(
+            { [self] (end: Dispatcher.Committed) in
+                switch end {
+                case .answered(let reply):
+                    append(reply)
+                    finishRequest(context)
+                case .retry(let retry):
+                    // A switch or restore closed the account's table: a task waits for it and retries.
+                    startTask(retry, context)
+                }
+            }, eventLoop: loop)
+        switch dispatcher.start(call, committed: { end in loop.execute { committed.value(end) } }) {
+        case .answered(let reply):
+            append(reply)
+        case .committing:
+            machine.requestStarted()
+        case .task:
+            machine.requestStarted()
+            startTask(call, context)
+        case .watch:
+            startWatch(context)
+        }
     }
 
     /// The reply to a request sent on a watching connection; nil for a blank line.
-    private static func refusal(_ line: [UInt8]) -> Reply? {
-        do {
-            guard try Request.decode(line) != nil else { return nil }
-        } catch {
-            return error.reply
+    private func refusal(_ line: [UInt8]) -> Reply? {
+        switch dispatcher.admit(line, peer: peer) {
+        case .blank: nil
+        case .refused(let reply): reply
+        case .admitted: ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply
         }
-        return ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply
     }
 
     /// The last reply of a closing connection.
@@ -201,44 +214,16 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    /// Starts a Set or Delete on an open table without a task: the connection waits, its
-    /// request running, for the commit's callback. False when the request needs a task.
-    private func startChange(_ request: Request, _ context: ChannelHandlerContext) -> Bool {
-        let loop = context.eventLoop
-        let committed = NIOLoopBound(
-            { [self] (end: Dispatcher.ChangeEnd) in
-                switch end {
-                case .answered(let reply):
-                    append(reply)
-                    finishRequest(context)
-                case .retry(let retry):
-                    // A switch or restore closed the account's table: a task waits for it and retries.
-                    startTask(retry, context)
-                }
-            }, eventLoop: loop)
-        switch dispatcher.startChange(request, peer: peer, done: { end in loop.execute { committed.value(end) } }) {
-        case .needsTask:
-            return false
-        case .replied(let reply):
-            append(reply)
-            return true
-        case .started:
-            machine.requestStarted()
-            return true
-        }
-    }
-
     /// Handles a request that waits for something (SQLite, the disk, a lock) in a task on this event loop.
-    private func startTask(_ request: Request, _ context: ChannelHandlerContext) {
+    private func startTask(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) {
         flush(context)
         let writer = ReplyWriter(ChannelTransport(channel: context.channel))
         let dispatcher = dispatcher
-        let peer = peer
         let loop = context.eventLoop
         let resume = NIOLoopBound({ [self] in finishRequest(context) }, eventLoop: loop)
         Task(executorPreference: executor) {
             do {
-                try await dispatcher.handle(request, peer: peer, writer: writer)
+                try await dispatcher.run(call, writer: writer)
                 try await writer.flush()
             } catch {
                 // The client went away; the channel is closing.
@@ -296,11 +281,7 @@ final class Connection: ChannelDuplexHandler {
 
     // MARK: Watch
 
-    private func startWatch(_ request: Request, _ context: ChannelHandlerContext) {
-        guard request.more else {
-            append(ProtocolError(.expectedMore, "Watch streams events; send it with \"more\": true").reply)
-            return
-        }
+    private func startWatch(_ context: ChannelHandlerContext) {
         guard machine.watchStarted() == .serve else {
             finish(context)
             return

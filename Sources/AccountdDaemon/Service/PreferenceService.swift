@@ -14,7 +14,6 @@ import Synchronization
 /// corrupt, foreign, misbound or too-new file is refused and left exactly as it was.
 final class PreferenceService: Sendable {
     static let openAccountLimit = 8
-    static let maximumKeyBytes = 1024
 
     /// An account's open preference table, and the bundle version it was allowed under.
     private struct OpenAccount {
@@ -30,7 +29,8 @@ final class PreferenceService: Sendable {
     private let hub: EventHub
     private let groupCommit: Bool
     private let device: PreferenceDatabase?
-    private let memory = Mutex<[String: [String: JSONValue]]>([:])
+    /// The `memory` namespaces' values.
+    let memory = MemoryPreferences()
     private let accounts = Mutex<[AccountName: OpenAccount]>([:])
     private let clock = Atomic<UInt64>(0)
 
@@ -53,24 +53,6 @@ final class PreferenceService: Sendable {
                 facts: [("namespace", .string(String(namespace.prefix(128))))])
         }
         return scope
-    }
-
-    static func checkKey(_ key: String) throws(ProtocolError) {
-        guard !key.isEmpty, key.utf8.count <= maximumKeyBytes else {
-            throw ProtocolError(.invalidParameter, "a key is 1 to \(maximumKeyBytes) bytes", facts: [("parameter", "key")])
-        }
-    }
-
-    // MARK: - Memory
-
-    func memoryGet(_ namespace: String, _ key: String) -> JSONValue? { memory.withLock { $0[namespace]?[key] } }
-    func memoryKeys(_ namespace: String) -> [String] { memory.withLock { $0[namespace].map { Array($0.keys) } ?? [] }.sorted() }
-    func memorySet(_ namespace: String, _ key: String, _ value: JSONValue?) -> Bool {
-        memory.withLock { values in
-            let existed = values[namespace]?[key] != nil
-            values[namespace, default: [:]][key] = value
-            return existed
-        }
     }
 
     // MARK: - Databases
@@ -158,13 +140,13 @@ final class PreferenceService: Sendable {
         device?.close()
     }
 
+    /// Tells watchers that `key` in `namespace` was set to `value`, or deleted (nil).
     func publishChange(_ namespace: String, _ key: String, scope: PreferenceScope, account: AccountName?, value: JSONValue?) {
-        var event: [(String, JSONValue)] = [
-            ("event", "changed"), ("namespace", .string(namespace)), ("key", .string(key)), ("scope", .string(scope.rawValue)),
-        ]
-        if let account { event.append(("account", .string(account.rawValue))) }
-        event.append(("value", value ?? .null))
-        event.append(("deleted", .bool(value == nil)))
-        hub.publish(.object(event))
+        hub.publish(
+            .watched(
+                .changed(
+                    .init(
+                        namespace: namespace, key: key, scope: scope.rawValue, account: account?.rawValue, value: value ?? .null,
+                        deleted: value == nil))))
     }
 }

@@ -16,8 +16,9 @@ import UnixSignals
 struct ReloadService: Service {
     let loader: SettingsLoader
     let initial: DaemonSettings
-    let service: AccountService
+    let services: Services
     let policy: Reloadable<AccessPolicy>
+    let systemd: SystemdStatus
     let logger: Logger
 
     func run() async throws {
@@ -29,8 +30,8 @@ struct ReloadService: Service {
 
     func reload() async {
         logger.notice("reloading: SIGHUP received")
-        SystemdNotifier.notify("RELOADING=1\nSTATUS=reloading")
-        defer { Task { await announce() } }
+        systemd.reloading()
+        defer { systemd.reloaded() }
         let settings: DaemonSettings
         do {
             settings = try await loader.load()
@@ -43,10 +44,10 @@ struct ReloadService: Service {
         if settings.dataRoot != initial.dataRoot || settings.socketPath != initial.socketPath {
             logger.warning("reload: data.root and socket.path change only with a restart; still using \(initial.dataRoot) and \(initial.socketPath)")
         }
-        let current = service.bundle
+        let current = services.stores.current.bundle
         let bundle: SchemaBundle
         do {
-            bundle = try await service.pool.run { try SchemaBundle.load(from: settings.schemaDirectory) }
+            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory) }
         } catch {
             logger.error(
                 "reload: \(error); still serving bundle version \(current.targetVersion) from \(current.directory)",
@@ -59,22 +60,16 @@ struct ReloadService: Service {
             logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))")
             return
         }
-        let store = service.store.replacing(bundle: bundle, options: settings.storeOptions)
-        service.replaceStore(store)
+        services.stores.replace(services.stores.current.replacing(bundle: bundle, options: settings.storeOptions))
         logger.notice("reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))")
-        if let active = service.active {
+        if let active = services.switching.active {
             do {
-                let result = try await service.switchTo(active, create: false, save: false, progress: nil)
+                let result = try await services.switching.switchTo(active, create: false, save: false, progress: nil)
                 logger.notice("reload: active account \(active) \(result.outcome.action.rawValue) at version \(result.outcome.version)", metadata: ["account": "\(active)"])
             } catch {
                 logger.error("reload: the active account \(active) could not be brought to the new bundle: \(error)", metadata: ["account": "\(active)", "error": "\(error)"])
             }
         }
-    }
-
-    private func announce() async {
-        let active = service.active
-        SystemdNotifier.notify("READY=1\nSTATUS=" + (active.map { "serving; active account \($0)" } ?? "serving; no active account"))
     }
 }
 

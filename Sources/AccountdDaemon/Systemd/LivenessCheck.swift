@@ -5,7 +5,7 @@ import Synchronization
 /// Proves that the daemon still serves, without opening a connection to itself.
 ///
 /// A check sends a task to every NIO event loop and runs one cheap store read (see
-/// ``AccountService/livenessRead()``) on a queue of its own, and passes only when all
+/// ``SwitchService/livenessRead()``) on a queue of its own, and passes only when all
 /// of them have answered within the deadline. Nothing in it takes a connection slot,
 /// a blocking-pool thread or an account's lock, so no client, however many
 /// connections it holds or however long its requests run, can make a serving daemon

@@ -36,3 +36,10 @@ extension JSONValue {
     /// An integer, or null.
     init(_ value: Int?) { self = value.map { .int(Int64($0)) } ?? .null }
 }
+
+extension Reply {
+    /// A success reply carrying `model`.
+    public init(_ model: some ReplyModel, continues: Bool = false) {
+        self.init(parameters: model.parameters, continues: continues)
+    }
+}

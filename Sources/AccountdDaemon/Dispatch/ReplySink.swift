@@ -1,31 +1,5 @@
 import AccountdCore
 import AccountdProtocol
-import Foundation
-
-extension Dispatcher {
-    func export(_ parameters: Parameters, writer: ReplyWriter) async throws {
-        let account = try parameters.requiredAccount()
-        let formatName = try parameters.string("format") ?? "jsonl"
-        guard let format = ExportFormat(rawValue: formatName) else {
-            throw ProtocolError(
-                .invalidParameter, "format '\(formatName.prefix(32))' is not one of jsonl, sql, sqlite", facts: [("parameter", "format")])
-        }
-        let path = service.root.accountPath(account)
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
-        }
-        try await writer.flush()
-        let exporter = Exporter(path: path, account: account, temporaryDirectory: temporaryDirectory)
-        let write = writer.blockingWrite
-        let summary = try await service.pool.run {
-            var sink = ReplySink(write: write)
-            let summary = try exporter.export(format, to: &sink)
-            try sink.flush()
-            return summary
-        }
-        try await writer.send(Reply(parameters: ExportTotals(summary, format: format).parameters))
-    }
-}
 
 /// Wraps exported data in streamed replies and writes them in 64 KiB pieces.
 struct ReplySink: ExportSink {

@@ -1,12 +1,4 @@
-/// The formats an account can be exported in.
-public enum ExportFormat: String, Sendable, CaseIterable {
-    /// One JSON object per row: `{"table":...,"row":{column: value}}`.
-    case jsonl
-    /// SQL statements that rebuild the account with the `sqlite3` shell.
-    case sql
-    /// A consistent copy of the SQLite file, in chunks.
-    case sqlite
-}
+import AccountdProtocol
 
 /// What an export produced, sent as its final reply.
 public struct ExportSummary: Sendable, Hashable {

@@ -1,0 +1,117 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// The work on one account's file that is not switching: `Verify`, `Snapshots`,
+/// `Snapshot`, `Restore`, `Remove` and `Export`.
+///
+/// Every file is reached through the store, under the account's lock, on a pool thread.
+struct MaintenanceService: Sendable {
+    let stores: Reloadable<AccountStore>
+    let switching: SwitchService
+    let preferences: PreferenceService
+    let pool: BlockingPool
+    let logger: Logger
+
+    func verify(_ account: AccountName) async throws -> VerifyReport {
+        let store = stores.current
+        return try await pool.run { try store.verify(account) }
+    }
+
+    /// The account's snapshots, newest first; an account removed with its snapshots kept still has them.
+    ///
+    /// - Throws: `AccountNotFound` when there is neither a file nor a snapshot.
+    func snapshots(_ account: AccountName) async throws -> [SnapshotInfo] {
+        let store = stores.current
+        return try await pool.run {
+            let snapshots = store.listSnapshots(account)
+            guard FileManager.default.fileExists(atPath: store.root.accountPath(account)) || !snapshots.isEmpty else {
+                throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue)
+            }
+            return snapshots
+        }
+    }
+
+    /// Takes a snapshot of `account` now (`Snapshot`).
+    ///
+    /// - Throws: `AccountNotFound`, `AccountCorrupt`, `AccountBusy` or a storage error.
+    func snapshot(_ account: AccountName, label: SnapshotLabel) async throws -> SnapshotInfo {
+        let store = stores.current
+        let taken = try await pool.run { try store.takeSnapshot(account, label: label) }
+        logger.notice(
+            "account \(account): snapshot \(taken.name) taken on request (version \(taken.version), \(taken.sizeBytes) bytes)",
+            metadata: ["account": "\(account)"])
+        return taken
+    }
+
+    /// What a restore did.
+    struct Restored: Sendable {
+        var restored: SnapshotInfo
+        /// The replaced file, kept as a snapshot; nil when there was no file.
+        var saved: SnapshotInfo?
+        /// For the active account: how it was opened again.
+        var reopened: OpenOutcome?
+    }
+
+    /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
+    func restore(_ account: AccountName, snapshot: String?) async throws -> Restored {
+        let (store, preferences) = (stores.current, preferences)
+        let (restored, saved) = try await pool.run {
+            preferences.close(account)
+            return try store.restore(account, snapshot: snapshot)
+        }
+        let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace (it had been removed)"
+        logger.notice(
+            "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
+            metadata: ["account": "\(account)"])
+        var reopened: OpenOutcome?
+        if account == switching.active {
+            reopened = try await switching.switchTo(account, create: false, save: false, progress: nil).outcome
+        }
+        return Restored(restored: restored, saved: saved, reopened: reopened)
+    }
+
+    /// Removes `account` (`Remove`): its file, after a final snapshot, or with `purge`
+    /// everything of it under the data root.
+    ///
+    /// Under the account's lock, the active account is refused and the account's open
+    /// preference table is closed before a byte changes.
+    ///
+    /// - Throws: `AccountActive`, `AccountNotFound`, `AccountBusy` or a storage error.
+    func remove(_ account: AccountName, purge: Bool) async throws -> RemoveOutcome {
+        let (store, preferences, switching) = (stores.current, preferences, switching)
+        let outcome = try await pool.run {
+            var marked = false
+            defer { if marked { switching.endRemoval(account) } }
+            let outcome = try store.remove(account, purge: purge) {
+                try switching.beginRemoval(account)
+                marked = true
+                preferences.close(account)
+            }
+            return outcome
+        }
+        if purge {
+            logger.notice(
+                "account \(account) purged: its file and \(outcome.snapshotsErased) snapshot(s) were erased",
+                metadata: ["account": "\(account)"])
+        } else {
+            logger.notice(
+                "account \(account) removed; its last state was kept as snapshot \(outcome.snapshot?.name ?? "none")",
+                metadata: ["account": "\(account)"])
+        }
+        return outcome
+    }
+
+    /// Exports `account` on a pool thread, writing through `write` (which blocks while the
+    /// client does not read, so a slow reader slows the export instead of growing memory).
+    func export(_ account: AccountName, format: ExportFormat, write: @escaping @Sendable ([UInt8]) throws -> Void) async throws -> ExportSummary {
+        let store = stores.current
+        return try await pool.run {
+            var sink = ReplySink(write: write)
+            let summary = try store.export(account, format: format, to: &sink)
+            try sink.flush()
+            return summary
+        }
+    }
+}

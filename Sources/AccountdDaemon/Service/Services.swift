@@ -1,0 +1,41 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// The services a request may need, one per responsibility, as the dispatcher sees them.
+///
+/// They share one ``Reloadable`` store: a reload that changes the bundle replaces it
+/// there, and every service uses the new one from its next request on.
+struct Services: Sendable {
+    let stores: Reloadable<AccountStore>
+    /// The active account and switching.
+    let switching: SwitchService
+    /// Verify, snapshots, restore, remove, export.
+    let maintenance: MaintenanceService
+    /// The key-value namespaces.
+    let preferences: PreferenceService
+    /// Events for `Watch` and for the daemon's own listeners.
+    let hub: EventHub
+    /// Where blocking work runs.
+    let pool: BlockingPool
+    let startedAt = Date()
+
+    /// Wires the services over `stores`.
+    init(stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
+        self.stores = stores
+        self.preferences = preferences
+        self.pool = pool
+        self.hub = hub
+        switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, logger: logger)
+        maintenance = MaintenanceService(stores: stores, switching: switching, preferences: preferences, pool: pool, logger: logger)
+    }
+
+    /// Which daemon this is (`Info`).
+    func info() -> InfoReply {
+        let store = stores.current
+        return InfoReply(
+            version: AccountdVersion.current, pid: Int(getpid()), uptimeSeconds: Int(Date().timeIntervalSince(startedAt)),
+            dataRoot: store.root.path, bundle: .init(version: store.bundle.targetVersion, fingerprint: store.bundle.fingerprint))
+    }
+}

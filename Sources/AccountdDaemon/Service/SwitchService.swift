@@ -1,0 +1,248 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+import Synchronization
+
+/// The active account, and switching to another: `Switch`, `Migrate`, `Status`, `List`.
+///
+/// Its mutable state is one value behind a lock (``State``), held only to read or set a
+/// few fields, so `Status` never waits. The work on files runs on ``BlockingPool``
+/// threads, so while one account migrates, everything else goes on. The one thing that
+/// must happen in order, saving the active account to `state.json` and making it active,
+/// happens under ``commits``, one switch at a time.
+final class SwitchService: Sendable {
+    /// The mutable state.
+    struct State: Sendable {
+        /// The active account and its version, as `state.json` has it.
+        var active: AccountName?
+        var version: Int?
+        /// Accounts being removed: none of them may become active meanwhile.
+        var removing: Set<AccountName> = []
+    }
+
+    /// What a completed switch did.
+    struct Switched: Sendable {
+        var outcome: OpenOutcome
+        var previous: AccountName?
+    }
+
+    let stores: Reloadable<AccountStore>
+    let pool: BlockingPool
+    let hub: EventHub
+    let preferences: PreferenceService
+    let logger: Logger
+    let board = MigrationBoard()
+    private let state = Mutex(State())
+    /// Held while a switch saves `state.json` and sets the active account (on a pool
+    /// thread, never on an event loop), so the file always names the account that is active.
+    private let commits = Mutex(())
+
+    init(stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
+        self.stores = stores
+        self.preferences = preferences
+        self.pool = pool
+        self.hub = hub
+        self.logger = logger
+    }
+
+    var root: DataRoot { stores.current.root }
+    var active: AccountName? { state.withLock { $0.active } }
+
+    /// Opens the account saved in `state.json`, so the daemon is ready in SPEC's sense.
+    func restoreSavedAccount() async {
+        let saved: AccountName?
+        do {
+            saved = try root.savedActiveAccount()
+        } catch {
+            logger.error("\(error)")
+            return
+        }
+        guard let saved else { return }
+        do {
+            let result = try await switchTo(saved, create: false, save: false, progress: nil)
+            logger.info(
+                "restored active account \(saved): \(result.outcome.action.rawValue) at version \(result.outcome.version)",
+                metadata: ["account": "\(saved)"])
+        } catch {
+            logger.error(
+                "the saved active account \(saved) could not be opened, starting with no active account: \(error)",
+                metadata: ["account": "\(saved)"])
+        }
+    }
+
+    /// Brings `account` to the bundle's version and makes it active.
+    ///
+    /// A failed switch leaves the previous account active.
+    func switchTo(_ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?) async throws -> Switched {
+        let (outcome, previous) = try await open(account, create: create, progress: progress) { [self] outcome in
+            try commit(account, version: outcome.version, save: save)
+        }
+        logSwitch(outcome)
+        hub.publish(
+            .watched(
+                .switched(
+                    .init(account: account.rawValue, previous: previous?.rawValue, action: outcome.action.rawValue, version: outcome.version))))
+        return Switched(outcome: outcome, previous: previous)
+    }
+
+    /// Migrates one account without making it active.
+    func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
+        let (outcome, _) = try await open(account, create: false, progress: nil)
+        if outcome.action == .migrated { logSwitch(outcome) }
+        state.withLock { if $0.active == account { $0.version = outcome.version } }
+        return outcome
+    }
+
+    /// Brings `account` to the bundle's version on a pool thread, after closing its
+    /// preference table, and announces each migration step.
+    ///
+    /// - Parameter then: more blocking work to do on the same thread once the account is ready.
+    private func open<T: Sendable>(
+        _ account: AccountName, create: Bool, progress: ProgressHandler?,
+        then: @escaping @Sendable (OpenOutcome) throws -> T = { _ in () }
+    ) async throws -> (OpenOutcome, T) {
+        let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
+        board.begin(account)
+        defer {
+            board.end(account)
+            hub.publish(.openEnded(account))
+        }
+        return try await pool.run {
+            preferences.close(account)
+            let outcome = try store.open(account, create: create) { step in
+                board.stepStarted(account)
+                hub.publish(
+                    .watched(
+                        .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
+                progress?(step)
+            }
+            return (outcome, try then(outcome))
+        }
+    }
+
+    /// Saves `account` as the active one and makes it active; returns the account that was
+    /// active before. Blocking: runs on a pool thread, one switch at a time.
+    private func commit(_ account: AccountName, version: Int, save: Bool) throws -> AccountName? {
+        try commits.withLock { _ in
+            let (previous, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
+            // A removal may have taken the file between the open and now (see beginRemoval).
+            if removing || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
+                throw AccountdError(
+                    .accountNotFound,
+                    "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
+                    account: account.rawValue)
+            }
+            if save && previous != account { try root.saveActiveAccount(account) }
+            state.withLock {
+                $0.active = account
+                $0.version = version
+            }
+            return previous
+        }
+    }
+
+    /// Marks `account` as being removed, unless it is the active account.
+    ///
+    /// Together with the check in ``commit(_:version:save:)``, made under the same
+    /// ``commits`` lock, this decides every race between a removal and a switch to the
+    /// same account: either the switch committed first and the removal is refused with
+    /// `AccountActive`, or the removal marked the account first and the switch fails with
+    /// `AccountNotFound`, leaving the previous account active.
+    ///
+    /// - Throws: `AccountActive` when `account` is the active account.
+    func beginRemoval(_ account: AccountName) throws {
+        try commits.withLock { _ in
+            try state.withLock { state in
+                if state.active == account {
+                    throw AccountdError(
+                        .accountActive,
+                        "account \(account) is the active account and cannot be removed; switch to another account first "
+                            + "('accountctl switch OTHER'), then remove it. The file was left untouched",
+                        account: account.rawValue, file: root.accountPath(account))
+                }
+                state.removing.insert(account)
+            }
+        }
+    }
+
+    /// Ends what ``beginRemoval(_:)`` began, whether the removal succeeded or not.
+    func endRemoval(_ account: AccountName) {
+        _ = state.withLock { $0.removing.remove(account) }
+    }
+
+    private func logSwitch(_ outcome: OpenOutcome) {
+        var metadata: Logger.Metadata = ["account": "\(outcome.account)"]
+        switch outcome.action {
+        case .migrated:
+            metadata["migration_from"] = "\(outcome.fromVersion ?? 0)"
+            metadata["migration_to"] = "\(outcome.version)"
+            logger.notice(
+                "account \(outcome.account) migrated from version \(outcome.fromVersion ?? 0) to \(outcome.version) in \(Int(outcome.durationMs)) ms",
+                metadata: metadata)
+        case .created:
+            logger.notice("account \(outcome.account) created at version \(outcome.version)", metadata: metadata)
+        case .opened:
+            logger.info("switched to account \(outcome.account) at version \(outcome.version)", metadata: metadata)
+        }
+        for edited in outcome.editedMigrations {
+            logger.warning(
+                "account \(outcome.account): migration \(edited.name) changed since it was applied (sha256 \(edited.appliedSHA256.prefix(12)) then, \(edited.bundleSHA256.prefix(12)) now); shipped migrations must not be edited",
+                metadata: metadata)
+        }
+    }
+
+    /// The daemon-wide status. Never waits.
+    func daemonStatus() -> DaemonStatus {
+        let (active, version) = state.withLock { ($0.active, $0.version) }
+        let condition: String =
+            if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
+        return DaemonStatus(active: active?.rawValue, state: condition, version: version, bundleVersion: stores.current.bundle.targetVersion)
+    }
+
+    /// One account's status; never waits for a migration.
+    func accountStatus(_ account: AccountName) async throws -> AccountStatus {
+        let store = stores.current
+        if board.isMigrating(account) {
+            return AccountStatus(
+                account: account, exists: true, version: nil, target: store.bundle.targetVersion, state: .migrating,
+                sizeBytes: FileSize.of(store.root.accountPath(account)))
+        }
+        return try await pool.run { store.status(account) }
+    }
+
+    /// Every account with its size, and with `details` its version and state.
+    func list(details: Bool) async throws -> [(AccountName, Int64, AccountStatus?)] {
+        let (store, board) = (stores.current, board)
+        return try await pool.run {
+            store.root.accountNames().map { account in
+                let size = FileSize.of(store.root.accountPath(account))
+                guard details else { return (account, size, nil) }
+                var status = store.status(account)
+                if board.isMigrating(account) { status.state = .migrating }
+                return (account, size, status)
+            }
+        }
+    }
+
+    /// The watchdog's store read (``LivenessCheck``): reads `state.json` under the data root
+    /// and the daemon's shared state.
+    ///
+    /// Cheap, and it touches no account file, takes no account lock and needs no pool thread,
+    /// so neither a long migration nor a busy client holds it up; a data root that no longer
+    /// answers, or shared state that stays locked, does.
+    func livenessRead() {
+        _ = try? root.savedActiveAccount()
+        _ = daemonStatus()
+    }
+}
+
+/// File sizes including a WAL.
+enum FileSize {
+    static func of(_ path: String) -> Int64 {
+        func size(_ p: String) -> Int64 {
+            ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? Int64) ?? 0
+        }
+        return size(path) + size(path + "-wal")
+    }
+}

@@ -1,0 +1,116 @@
+extension Command {
+    /// Decodes a request's parameters into a command.
+    ///
+    /// The parameter names were checked by ``Request/decode(_:)``; this checks their
+    /// values.
+    ///
+    /// - Throws: ``ProtocolError``: `InvalidParameter` (a wrong type, a missing or
+    ///   contradictory parameter), `InvalidAccountName`, `InvalidValue` (`Set` without a value).
+    public init(_ request: Request) throws(ProtocolError) {
+        let parameters = request.parameters
+        switch request.method {
+        case .info: self = .info
+        case .ping: self = .ping
+        case .watch: self = .watch
+        case .status: self = .status(account: try parameters.account())
+        case .list: self = .list(details: try parameters.bool("details") ?? false)
+        case .switchAccount:
+            self = .switchAccount(account: try parameters.requiredAccount(), create: try parameters.bool("create") ?? true)
+        case .migrate: self = .migrate(try Self.migrateTarget(parameters))
+        case .export:
+            let name = try parameters.string("format") ?? ExportFormat.jsonl.rawValue
+            guard let format = ExportFormat(rawValue: name) else {
+                throw .invalidParameter("format", "format '\(name.prefix(32))' is not one of jsonl, sql, sqlite")
+            }
+            self = .export(account: try parameters.requiredAccount(), format: format)
+        case .verify: self = .verify(account: try parameters.requiredAccount())
+        case .snapshots: self = .snapshots(account: try parameters.requiredAccount())
+        case .restore: self = .restore(account: try parameters.requiredAccount(), snapshot: try parameters.string("snapshot"))
+        case .snapshot:
+            let account = try parameters.requiredAccount()
+            var label = SnapshotLabel.manual
+            if let raw = try parameters.string("label") { label = try SnapshotLabel(raw) }
+            self = .snapshot(account: account, label: label)
+        case .remove: self = .remove(account: try parameters.requiredAccount(), purge: try parameters.bool("purge") ?? false)
+        case .get: self = .get(try Self.preferenceKey(parameters))
+        case .delete: self = .delete(try Self.preferenceKey(parameters))
+        case .set:
+            let key = try Self.preferenceKey(parameters)
+            guard let value = parameters["value"] else {
+                throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
+            }
+            self = .set(key, value: value)
+        case .keys: self = .keys(namespace: try parameters.requiredString("namespace"), account: try parameters.account())
+        }
+    }
+
+    /// The request that sends this command; parameters left at their defaults are left out.
+    public func request(more: Bool = false) -> Request {
+        var pairs: [(String, JSONValue)] = []
+        func account(_ name: AccountName?) {
+            if let name { pairs.append(("account", .string(name.rawValue))) }
+        }
+        func preference(_ target: PreferenceKey, value: JSONValue? = nil) {
+            pairs.append(("namespace", .string(target.namespace)))
+            pairs.append(("key", .string(target.key)))
+            if let value { pairs.append(("value", value)) }
+            account(target.account)
+        }
+        switch self {
+        case .info, .ping, .watch: break
+        case .status(let name): account(name)
+        case .list(let details): if details { pairs.append(("details", true)) }
+        case .switchAccount(let name, let create):
+            account(name)
+            if !create { pairs.append(("create", false)) }
+        case .migrate(.all): pairs.append(("all", true))
+        case .migrate(.accounts(let names)): pairs.append(("accounts", .array(names.map { .string($0.rawValue) })))
+        case .export(let name, let format):
+            account(name)
+            pairs.append(("format", .string(format.rawValue)))
+        case .verify(let name), .snapshots(let name): account(name)
+        case .restore(let name, let snapshot):
+            account(name)
+            if let snapshot { pairs.append(("snapshot", .string(snapshot))) }
+        case .snapshot(let name, let label):
+            account(name)
+            pairs.append(("label", .string(label.description)))
+        case .remove(let name, let purge):
+            account(name)
+            if purge { pairs.append(("purge", true)) }
+        case .get(let target), .delete(let target): preference(target)
+        case .set(let target, let value): preference(target, value: value)
+        case .keys(let namespace, let name):
+            pairs.append(("namespace", .string(namespace)))
+            account(name)
+        }
+        return Request(method: method, parameters: Parameters(pairs), more: more)
+    }
+
+    private static func migrateTarget(_ parameters: Parameters) throws(ProtocolError) -> MigrateTarget {
+        let all = try parameters.bool("all") ?? false
+        let names = try parameters.stringArray("accounts") ?? []
+        guard all != !names.isEmpty else {
+            throw .invalidParameter("accounts", "Migrate takes either \"accounts\" (a non-empty list) or \"all\": true")
+        }
+        if all { return .all }
+        var accounts: [AccountName] = []
+        for name in names {
+            do {
+                accounts.append(try AccountName(name))
+            } catch {
+                throw ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(name))])
+            }
+        }
+        return .accounts(accounts)
+    }
+
+    private static func preferenceKey(_ parameters: Parameters) throws(ProtocolError) -> PreferenceKey {
+        let namespace = try parameters.requiredString("namespace")
+        let key = try parameters.requiredString("key")
+        guard !key.isEmpty, key.utf8.count <= PreferenceKey.maximumBytes else {
+            throw .invalidParameter("key", "a key is 1 to \(PreferenceKey.maximumBytes) bytes")
+        }
+        return PreferenceKey(namespace: namespace, key: key, account: try parameters.account())
+    }
+}

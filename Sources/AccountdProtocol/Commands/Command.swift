@@ -1,0 +1,104 @@
+/// A request decoded into what it asks for, with every parameter checked and typed.
+///
+/// The daemon decodes each request once, into a `Command`, and works only with that;
+/// `AccountdClient` builds its requests from commands, so both sides spell each
+/// parameter name in one place: here and in `Command+Request.swift`.
+///
+/// ```swift
+/// let command = try Command(Request.decode(line)!)   // the daemon
+/// let request = Command.switchAccount(account: alice, create: true).request(more: false)   // a client
+/// ```
+public enum Command: Sendable, Hashable {
+    /// `Info`: which daemon answers.
+    case info
+    /// `Ping`: whether it answers.
+    case ping
+    /// `Status`: the daemon's status, or one account's.
+    case status(account: AccountName?)
+    /// `List`: every account, with `details` its version and state.
+    case list(details: Bool)
+    /// `Switch`: make `account` active, creating it unless `create` is false.
+    case switchAccount(account: AccountName, create: Bool)
+    /// `Migrate`: bring accounts to the bundle's version without switching.
+    case migrate(MigrateTarget)
+    /// `Export`: an account's data, streamed.
+    case export(account: AccountName, format: ExportFormat)
+    /// `Verify`: check an account's file against the bundle.
+    case verify(account: AccountName)
+    /// `Snapshots`: an account's snapshots, newest first.
+    case snapshots(account: AccountName)
+    /// `Restore`: put a snapshot back; nil means the newest.
+    case restore(account: AccountName, snapshot: String?)
+    /// `Snapshot`: take a snapshot now.
+    case snapshot(account: AccountName, label: SnapshotLabel)
+    /// `Remove`: remove an account, keeping a final snapshot unless `purge`.
+    case remove(account: AccountName, purge: Bool)
+    /// `Get`: one preference.
+    case get(PreferenceKey)
+    /// `Set`: one preference, durably.
+    case set(PreferenceKey, value: JSONValue)
+    /// `Delete`: one preference.
+    case delete(PreferenceKey)
+    /// `Keys`: the keys set in a namespace.
+    case keys(namespace: String, account: AccountName?)
+    /// `Watch`: the daemon's events, streamed.
+    case watch
+
+    /// The method this command calls.
+    public var method: Method {
+        switch self {
+        case .info: .info
+        case .ping: .ping
+        case .status: .status
+        case .list: .list
+        case .switchAccount: .switchAccount
+        case .migrate: .migrate
+        case .export: .export
+        case .verify: .verify
+        case .snapshots: .snapshots
+        case .restore: .restore
+        case .snapshot: .snapshot
+        case .remove: .remove
+        case .get: .get
+        case .set: .set
+        case .delete: .delete
+        case .keys: .keys
+        case .watch: .watch
+        }
+    }
+}
+
+/// Which accounts `Migrate` works on.
+public enum MigrateTarget: Sendable, Hashable {
+    /// Every account under the data root.
+    case all
+    /// These accounts (at least one), in this order.
+    case accounts([AccountName])
+}
+
+/// The formats `Export` streams in.
+public enum ExportFormat: String, Sendable, Hashable, CaseIterable {
+    /// One reply per row.
+    case jsonl
+    /// SQL text that rebuilds the account with the `sqlite3` shell.
+    case sql
+    /// The SQLite file's bytes, base64 in chunks.
+    case sqlite
+}
+
+/// The value a `Get`, `Set` or `Delete` is about.
+public struct PreferenceKey: Sendable, Hashable {
+    /// The longest key accepted, in UTF-8 bytes.
+    public static let maximumBytes = 1024
+
+    public var namespace: String
+    public var key: String
+    /// The account, for a per-account namespace; nil means the active account.
+    public var account: AccountName?
+
+    public init(namespace: String, key: String, account: AccountName? = nil) {
+        self.namespace = namespace
+        self.key = key
+        self.account = account
+    }
+}

@@ -5,8 +5,8 @@ import Logging
 /// The one way a request goes through the daemon: admitted, started, and, when it
 /// must wait, run.
 ///
-/// 1. ``admit(_:peer:)`` decodes the line once, into a typed ``Command``, after one
-///    access check, and checks its streaming flag.
+/// 1. ``admit(_:peer:)`` decodes the line once, checks the peer's access and the
+///    streaming flag, and decodes the parameters into a typed ``Command``.
 /// 2. ``start(_:committed:)`` answers it at once when memory is enough (Ping, Info, the
 ///    daemon's Status, most Gets and Keys), hands a Set or Delete on an open table to its
 ///    group commit, or says that it needs a task.
@@ -66,13 +66,12 @@ struct Dispatcher: Sendable {
             guard let request = try Request.decode(line) else { return .blank }
             method = request.method
             try checkAccess(request.method, peer: peer)
-            let command = try Command(request)
             if request.method.streaming == .required && !request.more {
                 throw ProtocolError(
                     .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
                     facts: [("method", .string(request.method.qualifiedName))])
             }
-            return .admitted(Call(command: command, more: request.more))
+            return .admitted(Call(command: try Command(request), more: request.more))
         } catch {
             return .refused(reply(for: error, method: method))
         }

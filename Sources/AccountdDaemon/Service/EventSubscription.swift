@@ -38,7 +38,7 @@ final class EventSubscription: Sendable {
 
     /// The event reporting `count` events dropped.
     static func missed(_ count: Int) -> JSONValue {
-        ["event": "missed", "count": JSONValue(count)]
+        WatchEvent.missed(count: count).parameters
     }
 
     /// Hands `event` to the watcher, or queues it; never waits.

@@ -23,6 +23,7 @@ struct Watchdog: Service {
     }
 
     func run() async throws {
+        defer { check.stop() }
         guard let timeout = Self.timeout else { return await neverReturn() }
         // Half the timeout between checks, as sd_watchdog_enabled(3) advises, and a quarter
         // for each check: a check that uses all of it still leaves a feed within the timeout.

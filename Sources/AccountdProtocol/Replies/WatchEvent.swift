@@ -6,6 +6,9 @@ public enum WatchEvent: ReplyModel {
     case migration(Migration)
     /// A preference was set or deleted.
     case changed(Changed)
+    /// `{"event":"missed","count":N}`: this watcher fell behind and lost the `count`
+    /// oldest events before the ones that follow.
+    case missed(count: Int)
     /// An event this client does not know, kept as it came.
     case other(JSONValue)
 
@@ -66,8 +69,8 @@ public enum WatchEvent: ReplyModel {
         }
     }
 
-    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted }
-    enum Kind: String { case switched, migration, changed }
+    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted, count }
+    enum Kind: String { case switched, migration, changed, missed }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
         let reader = try ReplyReader(parameters, model: "Watch")
@@ -88,17 +91,20 @@ public enum WatchEvent: ReplyModel {
                     namespace: try reader.string(Key.namespace), key: try reader.string(Key.key), scope: try reader.string(Key.scope),
                     account: try reader.optionalString(Key.account), value: reader.raw(Key.value) ?? .null,
                     deleted: try reader.bool(Key.deleted)))
+        case .missed?:
+            self = .missed(count: try reader.int(Key.count))
         case nil:
             self = .other(parameters)
         }
     }
 
-    /// The event's name: `switched`, `migration`, `changed`, or what an unknown one says.
+    /// The event's name: `switched`, `migration`, `changed`, `missed`, or what an unknown one says.
     public var name: String {
         switch self {
         case .switched: Kind.switched.rawValue
         case .migration: Kind.migration.rawValue
         case .changed: Kind.changed.rawValue
+        case .missed: Kind.missed.rawValue
         case .other(let parameters): parameters[Key.event.rawValue]?.stringValue ?? ""
         }
     }
@@ -127,6 +133,9 @@ public enum WatchEvent: ReplyModel {
             object.addIfPresent(Key.account, event.account.map { .string($0) })
             object.add(Key.value, event.value)
             object.add(Key.deleted, .bool(event.deleted))
+        case .missed(let count):
+            object.add(Key.event, .string(Kind.missed.rawValue))
+            object.add(Key.count, JSONValue(count))
         case .other(let parameters):
             return parameters
         }

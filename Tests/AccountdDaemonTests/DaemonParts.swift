@@ -13,11 +13,11 @@ final class DaemonParts {
     private let pool = BlockingPool(threads: 2)
     private let preferences: PreferenceService
 
-    /// Builds the parts over a new data root at `path`.
-    init(dataRoot path: String) throws {
+    /// Builds the parts over a new data root at `path`, with `namespaces` configured.
+    init(dataRoot path: String, namespaces: [NamespaceDeclaration] = []) throws {
         let root = try DataRoot(path)
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())
-        preferences = try PreferenceService(declarations: [], root: store.root, hub: hub, groupCommit: true)
+        preferences = try PreferenceService(declarations: namespaces, root: store.root, hub: hub, groupCommit: true)
         let logger = Logger(label: "test")
         let services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
         dispatcher = Dispatcher(
@@ -26,9 +26,12 @@ final class DaemonParts {
 
     /// Runs `body` with new parts over a data root at `path`, then closes the preference
     /// databases and stops the pool, whether `body` threw or not.
-    static func with<T>(dataRoot path: String, _ body: (DaemonParts) throws -> T) async throws -> T {
-        let parts = try DaemonParts(dataRoot: path)
-        let result = Result { try body(parts) }
+    static func with<T>(
+        dataRoot path: String, namespaces: [NamespaceDeclaration] = [], _ body: (DaemonParts) async throws -> T
+    ) async throws -> T {
+        let parts = try DaemonParts(dataRoot: path, namespaces: namespaces)
+        let result: Result<T, any Error>
+        do { result = .success(try await body(parts)) } catch { result = .failure(error) }
         parts.preferences.closeAll()
         try await parts.pool.shutdown()
         return try result.get()

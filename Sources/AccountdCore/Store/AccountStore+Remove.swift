@@ -3,10 +3,10 @@ import Foundation
 import GRDB
 
 extension AccountStore {
-    /// Removes an account, under its lock.
+    /// Removes an account, under its lock (or `hold`, the account's hold taken before).
     ///
     /// Without `purge`, a final `before-remove` snapshot is taken (kept under the usual
-    /// retention, and restorable: ``restore(_:snapshot:)`` brings the account back), then the
+    /// retention, and restorable: ``restore(_:snapshot:holding:)`` brings the account back), then the
     /// file and its `-wal`/`-shm` go. With `purge`, no snapshot is taken: the file, every
     /// snapshot, the snapshot folder and any temporary file of the account under the data root
     /// go, which is how an account is erased on request. A purge also erases what is left of
@@ -17,8 +17,10 @@ extension AccountStore {
     ///   throws ends the removal with nothing changed.
     /// - Throws: ``AccountdError``: `accountNotFound` when there is nothing of the account to
     ///   remove, `accountBusy`, `storage`, or what `prepare` throws.
-    public func remove(_ account: AccountName, purge: Bool, prepare: () throws -> Void = {}) throws -> RemoveOutcome {
-        try locks.withLock(account, timeout: options.lockTimeout) {
+    public func remove(
+        _ account: AccountName, purge: Bool, holding hold: AccountHold? = nil, prepare: () throws -> Void = {}
+    ) throws -> RemoveOutcome {
+        try underLock(account, holding: hold) {
             let path = root.accountPath(account)
             let hasFile = FileSystem.entry(at: path) != .missing
             let hasSnapshots = FileSystem.exists(root.snapshotDirectory(account))

@@ -10,10 +10,11 @@ extension AccountStore {
     /// Takes a snapshot of the account now, named `<timestamp>-v<version>-<label>`, and
     /// applies retention (``SnapshotRetention``) to the older ones.
     ///
+    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
     /// - Throws: ``AccountdError``: `accountNotFound` when the account has no file,
     ///   `accountCorrupt` when the file is not a sound account file, `accountBusy`, `storage`.
-    public func takeSnapshot(_ account: AccountName, label: SnapshotLabel = .manual) throws -> SnapshotInfo {
-        try locks.withLock(account, timeout: options.lockTimeout) {
+    public func takeSnapshot(_ account: AccountName, label: SnapshotLabel = .manual, holding hold: AccountHold? = nil) throws -> SnapshotInfo {
+        try underLock(account, holding: hold) {
             _ = try AccountInspector.inspect(path: root.accountPath(account), account: account, deep: false)
             return try snapshots.take(account, source: root.accountPath(account), reason: label.rawValue)
         }
@@ -29,11 +30,14 @@ extension AccountStore {
     /// removed by the retention that follows the new snapshot, whatever `snapshotsToKeep`
     /// is. An account without a file (a removed one) is restored too: its file comes back.
     ///
+    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
     /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
     /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
     ///   not a sound copy of this account, `accountBusy`, `storage`.
-    public func restore(_ account: AccountName, snapshot name: String?) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
-        try locks.withLock(account, timeout: options.lockTimeout) {
+    public func restore(
+        _ account: AccountName, snapshot name: String?, holding hold: AccountHold? = nil
+    ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
+        try underLock(account, holding: hold) {
             known.withLock { $0[account] = nil }
             let chosen = try snapshots.find(account, name: name)
             _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true)

@@ -6,7 +6,7 @@ import Synchronization
 /// The account store: one SQLite file per account under a ``DataRoot``, kept at
 /// the version of a ``SchemaBundle``.
 ///
-/// ``open(_:create:progress:)`` is the heart of accountd. It compares the file
+/// ``open(_:create:holding:progress:)`` is the heart of accountd. It compares the file
 /// with the bundle and acts on exactly one row of the decision table:
 ///
 /// | the file | action |
@@ -18,8 +18,11 @@ import Synchronization
 /// | newer, not readable | refuse (`accountTooNew`), touching nothing |
 /// | not an account file for this account | refuse (`accountCorrupt`), touching nothing |
 ///
-/// The store serialises operations per account within this process; an operation
-/// that cannot get the account within ``Options/lockTimeout`` fails with `accountBusy`.
+/// The store serialises operations per account within this process, first come, first
+/// served; an operation that cannot get the account within ``Options/lockTimeout`` fails
+/// with `accountBusy`. Each locked operation takes the account's lock itself, or runs
+/// under an ``AccountHold`` the caller took before (`holding:`), which lets a task wait
+/// for a busy account without holding a thread (see ``hold(_:)``).
 public final class AccountStore: Sendable {
     /// Settings of the store.
     public struct Options: Sendable {
@@ -73,28 +76,33 @@ public final class AccountStore: Sendable {
 
     /// Brings `account` to a usable state, following the decision table, and returns what was done.
     ///
-    /// The returned outcome's file is closed again; callers open their own connections
-    /// (see ``connect(_:)``).
+    /// The returned outcome's file is closed again; callers open their own connections.
     ///
     /// - Parameters:
     ///   - create: whether a missing account may be created.
+    ///   - hold: the account's hold, taken before (``hold(_:)``); nil to take the lock here,
+    ///     waiting on this thread.
     ///   - progress: called before each migration step.
     /// - Throws: ``AccountdError``: `accountNotFound`, `accountTooNew`, `accountCorrupt`,
     ///   `accountBusy`, `migrationFailed` or `storage`. On every error the file is as it was.
-    public func open(_ account: AccountName, create: Bool = true, progress: ProgressHandler? = nil) throws -> OpenOutcome {
-        try locks.withLock(account, timeout: options.lockTimeout) {
+    public func open(
+        _ account: AccountName, create: Bool = true, holding hold: AccountHold? = nil, progress: ProgressHandler? = nil
+    ) throws -> OpenOutcome {
+        try underLock(account, holding: hold) {
             try openLocked(account, create: create, progress: progress)
         }
     }
 
-    /// Runs `body` while holding the account, as ``open(_:create:progress:)``, ``restore(_:snapshot:)``
-    /// and ``verify(_:)`` do: for other work on the account's file (the daemon opens an
-    /// account's preference table this way, so that it never races a migration or a restore).
+    /// Runs `body` while holding the account, as ``open(_:create:holding:progress:)``,
+    /// ``restore(_:snapshot:holding:)`` and ``verify(_:holding:)`` do: for other work on the
+    /// account's file (the daemon opens an account's preference table this way, so that it
+    /// never races a migration or a restore).
     ///
+    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
     /// - Throws: `accountBusy` when the account is not free within ``Options/lockTimeout``,
     ///   or what `body` throws.
-    public func withAccount<T>(_ account: AccountName, _ body: () throws -> T) throws -> T {
-        try locks.withLock(account, timeout: options.lockTimeout, body)
+    public func withAccount<T>(_ account: AccountName, holding hold: AccountHold? = nil, _ body: () throws -> T) throws -> T {
+        try underLock(account, holding: hold, body)
     }
 
     private func openLocked(_ account: AccountName, create: Bool, progress: ProgressHandler?) throws -> OpenOutcome {
@@ -225,11 +233,11 @@ public final class AccountStore: Sendable {
     }
 
     /// The state of `account`'s file when the daemon may use it as it is, without switching
-    /// to it: `current`, `outdated` or `compatibleNewer`. Decides as ``open(_:create:progress:)``
+    /// to it: `current`, `outdated` or `compatibleNewer`. Decides as ``open(_:create:holding:progress:)``
     /// does, but never creates, migrates or writes: a refused file keeps every byte, and no
     /// `-wal` or `-shm` is left beside it.
     ///
-    /// Call it while holding the account (``withAccount(_:_:)``), so that no migration or
+    /// Call it while holding the account (``withAccount(_:holding:_:)``), so that no migration or
     /// restore of this account runs between the check and the work it allows.
     ///
     /// - Throws: ``AccountdError``: `accountNotFound` for a missing file, `accountCorrupt` for a
@@ -274,9 +282,10 @@ public final class AccountStore: Sendable {
 
     /// A full check of an account file: integrity, foreign keys, schema and edited migrations.
     ///
+    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
     /// - Throws: ``AccountdError`` when the file is missing or not an account file.
-    public func verify(_ account: AccountName) throws -> VerifyReport {
-        try locks.withLock(account, timeout: options.lockTimeout) {
+    public func verify(_ account: AccountName, holding hold: AccountHold? = nil) throws -> VerifyReport {
+        try underLock(account, holding: hold) {
             let path = root.accountPath(account)
             let facts = try AccountInspector.inspect(path: path, account: account, deep: false)
             let queue = try DatabaseQueue(

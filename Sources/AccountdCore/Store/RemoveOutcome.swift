@@ -1,6 +1,6 @@
 import AccountdProtocol
 
-/// What ``AccountStore/remove(_:purge:prepare:)`` did.
+/// What ``AccountStore/remove(_:purge:holding:prepare:)`` did.
 public struct RemoveOutcome: Sendable {
     /// The account removed.
     public var account: AccountName

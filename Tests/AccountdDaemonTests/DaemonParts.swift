@@ -7,7 +7,7 @@ import Logging
 /// The daemon's parts behind a connection, wired as `Daemon.run` wires them but without
 /// a socket: a store over a data root at a temporary path with the sample bundle, the
 /// preference service, the blocking pool, the services and the dispatcher.
-final class DaemonParts {
+final class DaemonParts: Sendable {
     let hub = EventHub()
     let dispatcher: Dispatcher
     private let pool = BlockingPool(threads: 2)

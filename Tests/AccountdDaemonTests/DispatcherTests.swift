@@ -1,4 +1,4 @@
-import AccountdCore
+@testable import AccountdCore
 import AccountdProtocol
 import AccountdTestSupport
 import Foundation
@@ -117,6 +117,29 @@ import Testing
             #expect(missing.last?.error == .keyNotFound)
             let notFound = try await Self.run(daemon, "verify nobody")
             #expect(notFound.last?.error == .accountNotFound)
+        }
+    }
+
+    @Test func requestsWaitingForABusyAccountHoldNoPoolThread() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in
+            _ = try await Self.run(daemon, "switch alice")
+            let store = daemon.dispatcher.services.stores.current
+            let alice = try AccountName("alice")
+            let hold = try await store.hold(alice)
+            // Twice as many requests for alice as the pool has threads (2) queue for her lock.
+            let waiting = (0..<4).map { _ in Task { try await Self.run(daemon, "verify alice") } }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while store.locks.waiting(for: alice) < 4 && ContinuousClock.now < deadline { await Task.yield() }
+            #expect(store.locks.waiting(for: alice) == 4)
+            // Another account is served meanwhile: the waiters hold no pool thread.
+            let bob = try await Self.run(daemon, "switch bob")
+            #expect(try SwitchResult(parameters: try #require(bob.last).parameters).action == "created", "\(bob.map { $0.encoded() })")
+            hold.release()
+            for task in waiting {
+                let replies = try await task.value
+                #expect(try VerifyResult(parameters: try #require(replies.last).parameters).healthy, "\(replies.map { $0.encoded() })")
+            }
         }
     }
 

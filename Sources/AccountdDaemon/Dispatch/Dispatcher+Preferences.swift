@@ -115,12 +115,14 @@ extension Dispatcher {
     }
 
     /// The table of `place`; an account's is opened on a pool thread once the file is found
-    /// usable (see ``PreferenceService/accountDatabase(_:store:)``).
+    /// usable (see ``PreferenceService/accountDatabase(_:store:holding:)``).
     private func table(_ place: PreferencePlace) async throws -> any PreferenceTable {
         if let table = try tableAtOnce(place) { return table }
         guard case .account(let account) = place else { preconditionFailure("memory and device tables are always open") }
-        let (preferences, store) = (services.preferences, services.stores.current)
-        return try await services.pool.run { try preferences.accountDatabase(account, store: store) }
+        let (preferences, store, pool) = (services.preferences, services.stores.current, services.pool)
+        return try await store.withHold(account) { hold in
+            try await pool.run { try preferences.accountDatabase(account, store: store, holding: hold) }
+        }
     }
 
     /// The reply to Get (with a key) or Keys.

@@ -7,6 +7,7 @@ import Logging
 /// `Snapshot`, `Restore`, `Remove` and `Export`.
 ///
 /// Every file is reached through the store, under the account's lock, on a pool thread.
+/// The lock is waited for in the request's task, before a pool thread is taken.
 struct MaintenanceService: Sendable {
     let stores: Reloadable<AccountStore>
     let switching: SwitchService
@@ -16,7 +17,7 @@ struct MaintenanceService: Sendable {
 
     func verify(_ account: AccountName) async throws -> VerifyReport {
         let store = stores.current
-        return try await pool.run { try store.verify(account) }
+        return try await store.withHold(account) { hold in try await pool.run { try store.verify(account, holding: hold) } }
     }
 
     /// The account's snapshots, newest first; an account removed with its snapshots kept still has them.
@@ -38,7 +39,7 @@ struct MaintenanceService: Sendable {
     /// - Throws: `AccountNotFound`, `AccountCorrupt`, `AccountBusy` or a storage error.
     func snapshot(_ account: AccountName, label: SnapshotLabel) async throws -> SnapshotInfo {
         let store = stores.current
-        let taken = try await pool.run { try store.takeSnapshot(account, label: label) }
+        let taken = try await store.withHold(account) { hold in try await pool.run { try store.takeSnapshot(account, label: label, holding: hold) } }
         logger.notice(
             "account \(account): snapshot \(taken.name) taken on request (version \(taken.version), \(taken.sizeBytes) bytes)",
             metadata: ["account": "\(account)"])
@@ -57,9 +58,11 @@ struct MaintenanceService: Sendable {
     /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
     func restore(_ account: AccountName, snapshot: String?) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
-        let (restored, saved) = try await pool.run {
-            preferences.close(account)
-            return try store.restore(account, snapshot: snapshot)
+        let (restored, saved) = try await store.withHold(account) { hold in
+            try await pool.run {
+                preferences.close(account)
+                return try store.restore(account, snapshot: snapshot, holding: hold)
+            }
         }
         let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace (it had been removed)"
         logger.notice(
@@ -81,15 +84,16 @@ struct MaintenanceService: Sendable {
     /// - Throws: `AccountActive`, `AccountNotFound`, `AccountBusy` or a storage error.
     func remove(_ account: AccountName, purge: Bool) async throws -> RemoveOutcome {
         let (store, preferences, switching) = (stores.current, preferences, switching)
-        let outcome = try await pool.run {
-            var marked = false
-            defer { if marked { switching.endRemoval(account) } }
-            let outcome = try store.remove(account, purge: purge) {
-                try switching.beginRemoval(account)
-                marked = true
-                preferences.close(account)
+        let outcome = try await store.withHold(account) { hold in
+            try await pool.run {
+                var marked = false
+                defer { if marked { switching.endRemoval(account) } }
+                return try store.remove(account, purge: purge, holding: hold) {
+                    try switching.beginRemoval(account)
+                    marked = true
+                    preferences.close(account)
+                }
             }
-            return outcome
         }
         if purge {
             logger.notice(
@@ -105,11 +109,13 @@ struct MaintenanceService: Sendable {
 
     /// Exports `account` on a pool thread, writing through `write` (which blocks while the
     /// client does not read, so a slow reader slows the export instead of growing memory).
+    /// The account's lock is held while its file is found, not while the data streams.
     func export(_ account: AccountName, format: ExportFormat, write: @escaping @Sendable ([UInt8]) throws -> Void) async throws -> ExportSummary {
         let store = stores.current
+        let exporter = try await store.withHold(account) { hold in try await pool.run { try store.exporter(account, holding: hold) } }
         return try await pool.run {
             var sink = ReplySink(write: write)
-            let summary = try store.export(account, format: format, to: &sink)
+            let summary = try exporter.export(format, to: &sink)
             try sink.flush()
             return summary
         }

@@ -77,17 +77,17 @@ final class PreferenceService: Sendable {
     }
 
     /// The preference table of `account`, opened if needed, once `store` has found the file
-    /// usable. Blocking: call from a pool thread.
+    /// usable. Blocking: call from a pool thread, holding the account (``AccountStore/hold(_:)``).
     ///
     /// Opening reads the table and writes nothing; a file without the table gets it with
     /// its first Set.
     ///
     /// - Throws: ``AccountdError``: `accountNotFound`, `accountCorrupt`, `accountTooNew` or
     ///   `accountBusy` as ``AccountStore/usableState(_:)`` decides, or `storage`.
-    func accountDatabase(_ account: AccountName, store: AccountStore) throws -> PreferenceDatabase {
+    func accountDatabase(_ account: AccountName, store: AccountStore, holding hold: AccountHold) throws -> PreferenceDatabase {
         if let open = openAccountDatabase(account, store: store) { return open }
         // Under the account's lock: a switch or restore of this account finishes first.
-        return try store.withAccount(account) { try openAccountDatabaseLocked(account, store: store) }
+        return try store.withAccount(account, holding: hold) { try openAccountDatabaseLocked(account, store: store) }
     }
 
     private func openAccountDatabaseLocked(_ account: AccountName, store: AccountStore) throws -> PreferenceDatabase {

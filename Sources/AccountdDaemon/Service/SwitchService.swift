@@ -108,16 +108,19 @@ final class SwitchService: Sendable {
             board.end(account)
             hub.publish(.openEnded(account))
         }
-        return try await pool.run {
-            preferences.close(account)
-            let outcome = try store.open(account, create: create) { step in
+        // The account is waited for here, in the task, so that waiters hold no pool thread.
+        return try await store.withHold(account) { hold in
+            try await pool.run {
+                preferences.close(account)
+                let outcome = try store.open(account, create: create, holding: hold) { step in
                 board.stepStarted(account)
-                hub.publish(
-                    .watched(
-                        .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
-                progress?(step)
+                    hub.publish(
+                        .watched(
+                            .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
+                    progress?(step)
+                }
+                return (outcome, try then(outcome))
             }
-            return (outcome, try then(outcome))
         }
     }
 

@@ -1,5 +1,5 @@
 // libFuzzer target over the request dispatcher: each input is a few request lines, answered
-// by the daemon's real Dispatcher and AccountService on a temporary data root with the
+// by the daemon's real Dispatcher and services on a temporary data root with the
 // sample bundle, and every reply is checked (see ReplyInvariants).
 //
 // Built by `make fuzz`, through SwiftPM with `-sanitize=fuzzer,address` (the target exists

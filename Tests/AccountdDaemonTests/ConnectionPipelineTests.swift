@@ -11,7 +11,7 @@ import Testing
 
 /// The connection's pipeline (``RequestFramer`` then ``Connection``) in an
 /// `EmbeddedChannel`, with the real dispatcher, answering requests that need no store
-/// (Ping, Info, bad input).
+/// (Ping, Info, bad input, and a Switch to an invalid name, which runs in a task).
 @Suite struct ConnectionPipelineTests {
     static let ping = "ping\n"
     static let info = #"{"method":"io.accountd.Info"}"#
@@ -61,6 +61,40 @@ import Testing
             try pipe.send(Self.ping + "pi")
             pipe.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
             #expect(try pipe.replies().map(\.error) == [nil, .shuttingDown])
+            #expect(!pipe.channel.isActive)
+        }
+    }
+
+    /// A Switch to a name that is not valid: it runs in a task (which the test drives by
+    /// running the event loop) and answers `InvalidAccountName`, with no thread hop.
+    static let runningRequest = "switch ../etc/passwd\n"
+
+    @Test func aRequestBegunWhileTheRunningOneFinishesDuringShutdownGetsShuttingDown() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path) { daemon in
+            let pipe = try PipelineUnderTest(daemon)
+            try pipe.send(Self.runningRequest)
+            try #require(try pipe.replies(runningTheLoop: false).isEmpty, "the Switch was answered at once: this test needs a request that runs")
+            pipe.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
+            // The client begins another request after shutdown began, before the Switch is answered.
+            try pipe.send("pi")
+            let errors = try pipe.replies().map(\.error)
+            #expect(errors == [.invalidAccountName, .shuttingDown])
+            #expect(!pipe.channel.isActive)
+        }
+    }
+
+    @Test func everyRequestReadBehindTheRunningOneDuringShutdownGetsShuttingDownInOrder() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path) { daemon in
+            let pipe = try PipelineUnderTest(daemon)
+            try pipe.send(Self.runningRequest + Self.ping)
+            try #require(try pipe.replies(runningTheLoop: false).isEmpty, "the Switch was answered at once: this test needs a request that runs")
+            pipe.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
+            try pipe.send(Self.info + "\n" + "\n" + Self.ping + "pi")
+            // The blank line is no request and gets no reply.
+            let errors = try pipe.replies().map(\.error)
+            #expect(errors == [.invalidAccountName, .shuttingDown, .shuttingDown, .shuttingDown, .shuttingDown])
             #expect(!pipe.channel.isActive)
         }
     }

@@ -65,6 +65,19 @@ enum Hostile {
         init(_ client: RawClient) { self.client = client }
     }
 
+    /// A client of `daemon` that has sent `set switch <key> <value>` and waits for its reply:
+    /// the table is opened by a first Set, then another process holds `device.sqlite`'s write
+    /// lock, so the Set's commit waits until `release` is called.
+    static func clientWithASetWaitingForItsCommit(
+        _ daemon: DaemonProcess, key: String, value: String
+    ) throws -> (client: RawClient, release: @Sendable () -> Void) {
+        let client = try Hostile.client(daemon.socket, timeout: 20)
+        #expect(try client.callOne("set switch warm 1").error == nil)
+        let release = try holdWriteLock(daemon.dataRoot + "/device.sqlite")
+        try client.send("set switch \(key) \(value)\n")
+        return (client, release)
+    }
+
     /// Takes `database`'s write lock from this process, as another program would, and holds
     /// it until the returned function is called: a daemon's commit to that file waits meanwhile.
     static func holdWriteLock(_ database: String) throws -> @Sendable () -> Void {

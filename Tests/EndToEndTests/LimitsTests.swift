@@ -205,11 +205,7 @@ import Testing
     @Test func aConnectionWaitingForItsSetReadsOnlyALittleAhead() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path)
-        let client = try Hostile.client(daemon.socket, timeout: 20)
-        #expect(try client.callOne("set switch warm 1").error == nil)
-        // Another process holds device.sqlite's write lock: the next Set's commit waits for it.
-        let release = try Hostile.holdWriteLock(daemon.dataRoot + "/device.sqlite")
-        try client.send("set switch beta {\"on\":true}\n")
+        let (client, release) = try Hostile.clientWithASetWaitingForItsCommit(daemon, key: "beta", value: #"{"on":true}"#)
         let (sent, blocked) = Hostile.floodWithPings(client)
         print("LimitsTests read-ahead: \(sent) bytes of pings taken while a Set waited")
         #expect(blocked, "the daemon went on reading (\(sent) bytes) while the Set waited")

@@ -58,7 +58,7 @@ import Testing
         for (index, fraction) in [0.02, 0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95, 1.1].enumerated() {
             let root = try freshRoot("run\(index)")
             let process = try migrate(root)
-            Thread.sleep(forTimeInterval: duration * fraction)
+            Thread.sleep(forTimeInterval: duration * fraction)  // the kill lands at this fraction of a migration: the delay is the point
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             seen.insert(try check(root + "/accounts/alice.sqlite", expecting: [1, 2]))

@@ -166,7 +166,7 @@ import Testing
         var names: [String] = []
         for _ in 0..<4 {
             names.append(try store.takeSnapshot(alice).name)
-            Thread.sleep(forTimeInterval: 0.005)
+            Thread.sleep(forTimeInterval: 0.005)  // the clock must advance, so the snapshots' times differ
         }
         #expect(store.listSnapshots(alice).map(\.name) == names.suffix(2).reversed())
     }

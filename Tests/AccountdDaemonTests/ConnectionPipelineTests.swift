@@ -11,7 +11,7 @@ import Testing
 
 /// The connection's pipeline (``RequestFramer`` then ``Connection``) in an
 /// `EmbeddedChannel`, with the real dispatcher, answering requests that need no store
-/// (Ping, Info, bad input).
+/// (Ping, Info, bad input, and a Switch to an invalid name, which runs in a task).
 @Suite struct ConnectionPipelineTests {
     static let ping = "ping\n"
     static let info = #"{"method":"io.accountd.Info"}"#

@@ -10,6 +10,8 @@ import Testing
     /// One event fed to the machine.
     enum Event: Sendable, CustomStringConvertible {
         case request(String)
+        /// The client began a request: bytes without their newline.
+        case begun
         case tooLarge
         case next(writable: Bool = true)
         /// A turn's worth of requests queued and answered.
@@ -20,7 +22,7 @@ import Testing
         case resumed
         case beginTurn
         case inputClosed
-        case shutdown(unterminated: Bool = false, writable: Bool = true)
+        case shutdown(writable: Bool = true)
         case idleTimer
 
         static var next: Event { .next() }
@@ -29,6 +31,7 @@ import Testing
         var description: String {
             switch self {
             case .request(let line): line.count > 16 ? "request of \(line.count) bytes" : "request \(line)"
+            case .begun: "begun"
             case .tooLarge: "tooLarge"
             case .next(let writable): writable ? "next" : "next(unwritable)"
             case .fullTurn: "fullTurn"
@@ -38,8 +41,7 @@ import Testing
             case .resumed: "resumed"
             case .beginTurn: "beginTurn"
             case .inputClosed: "inputClosed"
-            case .shutdown(let unterminated, let writable):
-                "shutdown\(unterminated ? "(unterminated)" : "")\(writable ? "" : "(unwritable)")"
+            case .shutdown(let writable): writable ? "shutdown" : "shutdown(unwritable)"
             case .idleTimer: "idleTimer"
             }
         }
@@ -89,27 +91,40 @@ import Testing
         Row(events: [.request("a"), .inputClosed, .next], output: .step(.answer(line("a"))), state: .idle(.clientClosed)),
         Row(events: [.request("a"), .next, .started, .inputClosed], output: .action(.serve), state: .running(.clientClosed)),
         Row(events: [.request("a"), .next, .started, .inputClosed, .finished, .next], output: .step(.close(nil)), state: .closing),
-        // Shutdown: a running request finishes; the next one, or a begun one, gets ShuttingDown.
-        Row(events: [.shutdown], output: .action(.serve), state: .idle(.stopping(answerOwed: false))),
+        // Shutdown: a running request finishes; each request read after it, and a begun
+        // one, gets ShuttingDown; then the connection closes.
+        Row(events: [.shutdown], output: .action(.serve), state: .idle(.stopping)),
         Row(events: [.shutdown, .next], output: .step(.close(nil)), state: .closing),
-        Row(events: [.shutdown(unterminated: true), .next], output: .step(.close(.shuttingDown)), state: .closing),
-        Row(events: [.request("a"), .shutdown, .next], output: .step(.close(.shuttingDown)), state: .closing),
+        Row(events: [.begun, .shutdown, .next], output: .step(.close(.shuttingDown)), state: .closing),
+        Row(events: [.begun, .request("a"), .shutdown, .next, .next], output: .step(.close(nil)), state: .closing),
+        Row(events: [.request("a"), .shutdown, .next], output: .step(.refuse(line("a"), .shuttingDown)), state: .idle(.stopping)),
+        Row(events: [.request("a"), .request("b"), .shutdown, .next, .next], output: .step(.refuse(line("b"), .shuttingDown)), state: .idle(.stopping)),
+        Row(events: [.request("a"), .shutdown, .next, .next], output: .step(.close(nil)), state: .closing),
         Row(events: [.shutdown(writable: false)], output: .action(.closeNow), state: .closing),
-        Row(
-            events: [.request("a"), .next, .started, .shutdown], output: .action(.none),
-            state: .running(.stopping(answerOwed: false))),
+        Row(events: [.request("a"), .next, .started, .shutdown], output: .action(.none), state: .running(.stopping)),
         Row(
             events: [.request("a"), .next, .started, .shutdown(writable: false), .request("b"), .finished, .next],
+            output: .step(.refuse(line("b"), .shuttingDown)), state: .idle(.stopping)),
+        // A request begun while the running one finishes during shutdown is owed ShuttingDown too.
+        Row(
+            events: [.request("a"), .next, .started, .shutdown, .begun, .finished, .next], output: .step(.close(.shuttingDown)),
+            state: .closing),
+        Row(
+            events: [.request("a"), .next, .started, .shutdown, .request("b"), .begun, .finished, .next],
+            output: .step(.refuse(line("b"), .shuttingDown)), state: .idle(.stopping)),
+        Row(
+            events: [.request("a"), .next, .started, .shutdown, .request("b"), .begun, .finished, .next, .next],
             output: .step(.close(.shuttingDown)), state: .closing),
+        Row(events: [.request("a"), .inputClosed, .shutdown, .next], output: .step(.refuse(line("a"), .shuttingDown)), state: .idle(.stopping)),
+        Row(events: [.begun, .inputClosed, .shutdown, .next], output: .step(.close(nil)), state: .closing),
+        Row(events: [.fullTurn, .request("a"), .next, .shutdown], output: .action(.none), state: .yielded(resume: .idle(.stopping))),
         Row(
-            events: [.request("a"), .inputClosed, .shutdown, .next], output: .step(.close(.shuttingDown)), state: .closing),
-        Row(
-            events: [.fullTurn, .request("a"), .next, .shutdown], output: .action(.none),
-            state: .yielded(resume: .idle(.stopping(answerOwed: false)))),
+            events: [.fullTurn, .request("a"), .next, .shutdown, .resumed, .next], output: .step(.refuse(line("a"), .shuttingDown)),
+            state: .idle(.stopping)),
         // Watch: requests are refused; the end of input or shutdown ends it.
         Row(events: [.request("w"), .next, .watchStarted], output: .action(.serve), state: .watching),
         Row(
-            events: [.request("w"), .next, .watchStarted, .request("x"), .next], output: .step(.refuseWhileWatching(line("x"))),
+            events: [.request("w"), .next, .watchStarted, .request("x"), .next], output: .step(.refuse(line("x"), .watching)),
             state: .watching),
         Row(
             events: [.request("w"), .next, .watchStarted, .tooLarge, .next], output: .step(.close(.requestTooLarge)),
@@ -139,6 +154,7 @@ import Testing
     static func apply(_ event: Event, to machine: inout Machine) -> Output {
         switch event {
         case .request(let text): machine.received(.request(line(text)))
+        case .begun: machine.requestBegan()
         case .tooLarge: machine.received(.tooLarge)
         case .next(let writable): return .step(machine.next(isWritable: writable))
         case .fullTurn:
@@ -150,8 +166,7 @@ import Testing
         case .watchStarted: return .action(machine.watchStarted())
         case .resumed: machine.turnResumed()
         case .inputClosed: return .action(machine.inputClosed())
-        case .shutdown(let unterminated, let writable):
-            return .action(machine.shutdownBegan(unterminatedRequest: unterminated, isWritable: writable))
+        case .shutdown(let writable): return .action(machine.shutdownBegan(isWritable: writable))
         case .idleTimer: return .action(machine.idleTimerFired())
         }
         return .nothing

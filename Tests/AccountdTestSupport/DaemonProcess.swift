@@ -55,13 +55,13 @@ public final class DaemonProcess {
 
     /// Waits until the socket accepts a connection and answers Ping.
     public func waitUntilReady(timeout: TimeInterval = 60) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if !process.isRunning { throw RawClient.ClientError(message: "accountd exited with \(process.terminationStatus): \(log)") }
-            if let client = try? RawClient(socket: socket), (try? client.callOne("ping"))?.error == nil { return }
-            Thread.sleep(forTimeInterval: 0.02)
+        let settled = waitUntil(timeout: timeout, interval: 0.02) {
+            guard process.isRunning else { return true }
+            guard let client = try? RawClient(socket: socket) else { return false }
+            return (try? client.callOne("ping"))?.error == nil
         }
-        throw RawClient.ClientError(message: "accountd did not become ready: \(log)")
+        if !process.isRunning { throw RawClient.ClientError(message: "accountd exited with \(process.terminationStatus): \(log)") }
+        guard settled else { throw RawClient.ClientError(message: "accountd did not become ready: \(log)") }
     }
 
     /// Sends `signal` and waits for the exit; returns the exit status.

@@ -88,4 +88,29 @@ import Testing
         #expect(try client.callOne("status").parameters["active"] == "dave")
         #expect(try client.callOne("verify dave").parameters["healthy"] == true)
     }
+
+    /// SIGTERM while a Set waits for its commit (another process holds `device.sqlite`'s
+    /// write lock): the client sends a ping and begins another request after shutdown began.
+    /// The Set is answered, then each of the two gets `ShuttingDown`, then the connection
+    /// closes and the daemon exits 0.
+    @Test func requestsSentDuringShutdownBehindARunningOneGetShuttingDownAfterIt() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let (client, release) = try Hostile.clientWithASetWaitingForItsCommit(daemon, key: "beta", value: "2")
+
+        kill(daemon.process.processIdentifier, SIGTERM)
+        let stoppedAccepting = waitUntil(timeout: 20) { (try? RawClient(socket: daemon.socket)) == nil }
+        #expect(stoppedAccepting, "the daemon still accepted connections 20 s after SIGTERM")
+        try client.send("ping\n" + "pi")
+        release()
+
+        let (closed, lines) = client.readUntilClosed(timeout: 20)
+        let replies = try lines.map { try Reply.decode(Array($0.utf8)) }
+        #expect(replies.map(\.error) == [nil, .shuttingDown, .shuttingDown], "\(lines)")
+        #expect(closed, "the connection was not closed after its ShuttingDown replies")
+        #expect(E2E.stop(daemon, signal: 0, timeout: 30) == 0)
+        // The Set that was answered is kept.
+        try E2E.spawning { try daemon.restart() }
+        #expect(try daemon.client().callOne("get switch beta").parameters["value"] == 2)
+    }
 }

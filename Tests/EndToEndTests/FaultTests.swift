@@ -213,6 +213,7 @@ import Testing
         var outcomes: [String: Int] = [:]
         var exportLeftovers: Set<String> = []
 
+        // Each kill lands at a random moment of the work (the random sleeps below): the delays are the point.
         for (iteration, kind) in plan.enumerated() {
             var victim: String?
             switch kind {

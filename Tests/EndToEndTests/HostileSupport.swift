@@ -1,28 +1,26 @@
 import AccountdProtocol
 import AccountdTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// Helpers for the hostile-conditions tests (stream fuzz, limits, faults, security).
 enum Hostile {
     /// Sends pipelined pings without reading any reply, for up to `seconds`, until the daemon
-    /// stops taking them: the socket is full, and still full 0.2 s later. Returns the bytes
+    /// stops taking them: the socket is full, and takes nothing more for 0.2 s. Returns the bytes
     /// it took, and whether it stopped.
     static func floodWithPings(_ client: RawClient, seconds: TimeInterval = 5) -> (sent: Int, blocked: Bool) {
         let pings = [UInt8](String(repeating: "ping\n", count: 4096).utf8)
         var sent = 0
         let until = Date().addingTimeInterval(seconds)
         while Date() < until {
-            let n = client.sendNonBlocking(pings)
-            guard n >= 0 else { break }
-            sent += n
+            var n = client.sendNonBlocking(pings)
             if n == 0 {
-                // Full: give the daemon a moment to read on, if it still does.
-                Thread.sleep(forTimeInterval: 0.2)
-                let more = client.sendNonBlocking(pings)
-                guard more != 0 else { return (sent, true) }
-                sent += max(more, 0)
+                // Full: the daemon has stopped reading if it takes no more within 0.2 s.
+                guard waitUntil(timeout: 0.2, interval: 0.005, { n = client.sendNonBlocking(pings); return n != 0 }) else { return (sent, true) }
             }
+            guard n > 0 else { break }
+            sent += n
         }
         return (sent, false)
     }
@@ -65,6 +63,36 @@ enum Hostile {
     final class SharedClient: @unchecked Sendable {
         let client: RawClient
         init(_ client: RawClient) { self.client = client }
+    }
+
+    /// A client of `daemon` that has sent `set switch <key> <value>` and waits for its reply:
+    /// the table is opened by a first Set, then another process holds `device.sqlite`'s write
+    /// lock, so the Set's commit waits until `release` is called.
+    static func clientWithASetWaitingForItsCommit(
+        _ daemon: DaemonProcess, key: String, value: String
+    ) throws -> (client: RawClient, release: @Sendable () -> Void) {
+        let client = try Hostile.client(daemon.socket, timeout: 20)
+        #expect(try client.callOne("set switch warm 1").error == nil)
+        let release = try holdWriteLock(daemon.dataRoot + "/device.sqlite")
+        try client.send("set switch \(key) \(value)\n")
+        return (client, release)
+    }
+
+    /// Takes `database`'s write lock from this process, as another program would, and holds
+    /// it until the returned function is called: a daemon's commit to that file waits meanwhile.
+    static func holdWriteLock(_ database: String) throws -> @Sendable () -> Void {
+        let holder = try DatabaseQueue(path: database)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? holder.inTransaction(.immediate) { _ in
+                locked.signal()
+                release.wait()
+                return .commit
+            }
+        }.start()
+        locked.wait()
+        return { release.signal() }
     }
 
     // MARK: - Files
@@ -202,6 +230,19 @@ extension RawClient {
         var byte: UInt8 = 0
         let got = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
         return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Waits up to `timeout` seconds for something to read (or the end of stream); returns
+    /// whether it came.
+    func waitUntilReadable(timeout: TimeInterval) -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, Int32(timeout * 1000)) > 0
+    }
+
+    /// How many received bytes wait to be read (`FIONREAD`).
+    var bytesWaiting: Int {
+        var count: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
     }
 
     /// Sends what it can without blocking; returns the bytes the kernel took (0 when the

@@ -139,7 +139,7 @@ struct JournalTests {
             ["--data-root", dir.sub("data"), "--socket", dir.sub("accountd.sock"), "--schema", broken, "--config", dir.sub("none.yaml")],
             environment: ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": try SystemdSupport.journalStream(of: log)], log: log)
         let pid = process.processIdentifier
-        #expect(E2E.waitUntil(timeout: 30) { !process.isRunning })
+        #expect(waitUntil(timeout: 30) { !process.isRunning })
         if process.isRunning { kill(pid, SIGKILL) }
         process.waitUntilExit()
         #expect(process.terminationStatus == 1, "\(SystemdSupport.tail(log))")
@@ -157,7 +157,7 @@ struct JournalTests {
         _ = FileManager.default.createFile(atPath: other, contents: nil)
         let daemon = try DaemonProcess(directory: dir.path, environment: ["JOURNAL_STREAM": try SystemdSupport.journalStream(of: other)])
         #expect(try daemon.client().callOne("switch alice").error == nil)
-        #expect(E2E.waitUntil(timeout: 5) { daemon.log.contains("account alice created") }, "\(daemon.log)")
+        #expect(waitUntil(timeout: 5) { daemon.log.contains("account alice created") }, "\(daemon.log)")
         #expect(E2E.stop(daemon, timeout: 30) == 0)
         #expect(journal.entries(from: daemon.process.processIdentifier).isEmpty)
     }

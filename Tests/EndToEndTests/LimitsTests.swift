@@ -1,7 +1,6 @@
 import AccountdProtocol
 import AccountdTestSupport
 import Foundation
-import GRDB
 import Testing
 
 /// The connection limits of docs/PROTOCOL.md, set through the environment: at most
@@ -41,7 +40,7 @@ import Testing
     /// A new connection that the daemon serves, trying again for up to 5 s while it is refused.
     static func servedClient(_ socket: String) -> RawClient? {
         var served: RawClient?
-        _ = E2E.waitUntil(timeout: 5, interval: 0.02) {
+        _ = waitUntil(timeout: 5, interval: 0.02) {
             guard let client = try? Hostile.client(socket, timeout: 5), let reply = try? client.callOne("ping"), reply.error == nil else {
                 return false
             }
@@ -85,7 +84,7 @@ import Testing
             let now = Date().timeIntervalSince(started)
             if idleClosedAt == nil, idle.isClosedNow() { idleClosedAt = now }
             if halfwayClosedAt == nil, halfway.isClosedNow() { halfwayClosedAt = now }
-            Thread.sleep(forTimeInterval: 0.1)
+            Thread.sleep(forTimeInterval: 0.1)  // the clock must advance: the test watches 3.6 s of a 1 s idle timeout
         }
         print("LimitsTests idle: idle connection closed after \(idleClosedAt.map { String(format: "%.2f", $0) } ?? "never") s, half-sent one after \(halfwayClosedAt.map { String(format: "%.2f", $0) } ?? "never") s")
         let idleAt = try #require(idleClosedAt, "the idle connection was not closed")
@@ -116,7 +115,9 @@ import Testing
         try stalled.send(#"{"method":"io.accountd.Export","parameters":{"account":"big","format":"jsonl"},"more":true}"# + "\n")
         let idle = try Hostile.client(daemon.socket, timeout: 30)
         try idle.send("ping\n")
-        Thread.sleep(forTimeInterval: 1)  // the export fills the socket buffers and waits
+        // The export is under way and unread (over 64 KiB of it waits), and the ping is answered.
+        let underWay = waitUntil(timeout: 20) { stalled.bytesWaiting > 64 * 1024 && idle.bytesWaiting > 0 }
+        #expect(underWay, "export bytes waiting: \(stalled.bytesWaiting), ping reply bytes waiting: \(idle.bytesWaiting)")
 
         let start = Date()
         let status = E2E.stop(daemon, timeout: 30)
@@ -161,7 +162,7 @@ import Testing
             #expect(reply.error == nil || reply.error == .keyNotFound, "\(request): \(reply.encoded())")
             served += 1
             index += 1
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // paces the other client over the 4 s the reader stays stalled
         }
         print("LimitsTests backpressure: RSS \(rssBefore / 1024) MiB before, peak \(peak / 1024) MiB while stalled; \(served) requests served, slowest \(Int(slowest * 1000)) ms")
         #expect(peak < rssBefore + 64 * 1024, "RSS grew from \(rssBefore) KiB to \(peak) KiB while the reader was stalled")
@@ -204,27 +205,13 @@ import Testing
     @Test func aConnectionWaitingForItsSetReadsOnlyALittleAhead() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path)
-        let client = try Hostile.client(daemon.socket, timeout: 20)
-        #expect(try client.callOne("set switch warm 1").error == nil)
-        // Another process holds device.sqlite's write lock: the next Set's commit waits for it.
-        let holder = try DatabaseQueue(path: daemon.dataRoot + "/device.sqlite")
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread {
-            try? holder.inTransaction(.immediate) { _ in
-                locked.signal()
-                release.wait()
-                return .commit
-            }
-        }.start()
-        locked.wait()
-        try client.send("set switch beta {\"on\":true}\n")
+        let (client, release) = try Hostile.clientWithASetWaitingForItsCommit(daemon, key: "beta", value: #"{"on":true}"#)
         let (sent, blocked) = Hostile.floodWithPings(client)
         print("LimitsTests read-ahead: \(sent) bytes of pings taken while a Set waited")
         #expect(blocked, "the daemon went on reading (\(sent) bytes) while the Set waited")
         // The socket's own buffer, the 64 KiB read ahead, and one read.
         #expect(sent < 2 << 20, "\(sent) bytes were taken in")
-        release.signal()
+        release()
 
         #expect(try client.readReply().error == nil, "the waiting Set")
         for index in 0..<(sent / 5) {
@@ -269,7 +256,7 @@ import Testing
             }
             readerDone.signal()
         }.start()
-        #expect(E2E.waitUntil(timeout: 10) { receivedCount.current > 5000 }, "the flood did not get going")
+        #expect(waitUntil(timeout: 10) { receivedCount.current > 5000 }, "the flood did not get going")
 
         // Meanwhile another client's ping round trips stay short.
         let other = try Hostile.client(daemon.socket, timeout: 5)
@@ -278,7 +265,7 @@ import Testing
             let start = DispatchTime.now().uptimeNanoseconds
             #expect(try other.callOne("ping").error == nil)
             latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
-            Thread.sleep(forTimeInterval: 0.001)
+            Thread.sleep(forTimeInterval: 0.001)  // spreads the samples over the flood
         }
         let receivedDuring = receivedCount.current
         stop.withLock { $0 = true }

@@ -190,7 +190,7 @@ import Testing
         try FileManager.default.removeItem(atPath: bundle + "/migrations/" + last)
         kill(daemon.process.processIdentifier, SIGHUP)
         #expect(
-            E2E.waitUntil(timeout: 10) { (try? daemon.client().callOne("status"))?.parameters["bundleVersion"] == 2 },
+            waitUntil(timeout: 10) { (try? daemon.client().callOne("status"))?.parameters["bundleVersion"] == 2 },
             "\(daemon.log.suffix(2000))")
         for (name, line) in calls {
             let reply = try client.callOne(line)

@@ -141,8 +141,7 @@ import Testing
             }
         }
         // Kill once plenty of writes are in flight: after 200 acknowledgements (or 15 s on a busy machine).
-        let deadline = Date().addingTimeInterval(15)
-        while shared.acknowledged.withLock({ $0.count }) < 200 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        _ = waitUntil(timeout: 15) { shared.acknowledged.withLock { $0.count } >= 200 }
         daemon.stop(signal: SIGKILL)
         shared.stop.store(true, ordering: .relaxed)
         done.wait()
@@ -178,17 +177,13 @@ import Testing
         let strace = Process()
         strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
         strace.arguments = ["-f", "-y", "-e", "trace=fsync,fdatasync", "-o", tracePath, "-p", "\(daemon.process.processIdentifier)"]
-        let messages = Pipe()
-        strace.standardError = messages
+        let messages = dir.path + "/strace.err"
+        FileManager.default.createFile(atPath: messages, contents: nil)
+        strace.standardError = FileHandle(forWritingAtPath: messages)
         try strace.run()
-        // strace says "Process N attached" once per thread; the last one comes quickly after the first.
-        var attached = ""
-        while !attached.contains("attached") {
-            let chunk = messages.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            attached += String(decoding: chunk, as: UTF8.self)
-        }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Tracing has begun once strace is the tracer of every thread of the daemon.
+        let attached = waitUntil(timeout: 20) { Self.everyThread(of: daemon.process.processIdentifier, isTracedBy: strace.processIdentifier) }
+        try #require(attached, "strace did not attach to every thread of accountd: \((try? String(contentsOfFile: messages, encoding: .utf8)) ?? "")")
 
         // One at a time: each Set is its own transaction, acknowledged before the next is sent.
         let count = 10
@@ -206,5 +201,15 @@ import Testing
         print("PreferencesTests sync: \(count) Sets each: alice.sqlite-wal synced \(accountSyncs) times, device.sqlite-wal \(deviceSyncs) times")
         #expect(accountSyncs >= count, "\(trace.suffix(5))")
         #expect(deviceSyncs >= count, "\(trace.suffix(5))")
+    }
+
+    /// Whether every thread of process `pid` has process `tracer` as its tracer (`TracerPid`
+    /// in the thread's status).
+    static func everyThread(of pid: Int32, isTracedBy tracer: Int32) -> Bool {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !threads.isEmpty else { return false }
+        return threads.allSatisfy { thread in
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { return false }
+            return status.split(separator: "\n").contains("TracerPid:\t\(tracer)")
+        }
     }
 }

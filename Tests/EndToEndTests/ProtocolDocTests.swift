@@ -6,8 +6,8 @@ import Testing
 /// Every example in docs/PROTOCOL.md, replayed in order against a real daemon.
 ///
 /// In a ```session block, `>` lines are requests, `<` lines the replies expected (in
-/// order), and `!` lines requests sent on a second connection. A `"…"` in an expected
-/// reply matches any value.
+/// order), and `!` lines requests sent on a second connection once the Watch before them
+/// runs. A `"…"` in an expected reply matches any value.
 @Suite struct ProtocolDocTests {
     enum Step {
         case request(String)
@@ -74,7 +74,10 @@ import Testing
                 case .request(let line):
                     try client.send(line + "\n")
                 case .aside(let line):
-                    Thread.sleep(forTimeInterval: 0.2)  // let the first connection's request be handled
+                    // An aside follows a Watch. A request behind the Watch is refused only once
+                    // the Watch runs, so its refusal says the events that follow will reach it.
+                    let probe = try client.callOne("ping")
+                    try #require(probe.error == .invalidRequest, "session \(index + 1): an aside must follow a Watch; got \(probe.encoded())")
                     _ = try daemon.client().call(line)
                 case .reply(let text):
                     let expected = try JSONParser.parse(text)

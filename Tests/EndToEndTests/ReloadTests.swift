@@ -30,12 +30,12 @@ import Testing
 
         // Nothing changed: a reload says so and changes nothing.
         kill(pid, SIGHUP)
-        #expect(E2E.waitUntil(timeout: 10) { daemon.log.contains("the schema bundle is unchanged (version 2)") }, "\(daemon.log.suffix(2000))")
+        #expect(waitUntil(timeout: 10) { daemon.log.contains("the schema bundle is unchanged (version 2)") }, "\(daemon.log.suffix(2000))")
 
         _ = try Self.add(3, Self.names[2], E2E.sampleSteps[2], to: bundle)
         let sent = notify.datagrams.count
         kill(pid, SIGHUP)
-        let reloaded = E2E.waitUntil(timeout: 10) {
+        let reloaded = waitUntil(timeout: 10) {
             (try? daemon.client().callOne("status"))?.parameters["version"] == 3
         }
         #expect(reloaded, "\(daemon.log.suffix(2000))")
@@ -90,7 +90,7 @@ import Testing
 
         let file = try Self.add(number, name, sql, to: bundle)
         kill(pid, SIGHUP)
-        let refused = E2E.waitUntil(timeout: 10) { daemon.log.contains("still serving bundle version 3") }
+        let refused = waitUntil(timeout: 10) { daemon.log.contains("still serving bundle version 3") }
         #expect(refused, "\(daemon.log.suffix(2000))")
         let line = daemon.log.split(separator: "\n").first { $0.contains("still serving bundle version 3") }
         #expect(line?.contains(file) == true, "the refusal does not name \(file): \(String(describing: line))")
@@ -113,7 +113,7 @@ import Testing
         try FileManager.default.removeItem(atPath: bundle + "/migrations/" + file)
         _ = try Self.add(4, "fixed", "CREATE TABLE fixed (id INTEGER PRIMARY KEY);\n", to: bundle)
         kill(pid, SIGHUP)
-        #expect(E2E.waitUntil(timeout: 10) { (try? daemon.client().callOne("status"))?.parameters["version"] == 4 }, "\(daemon.log.suffix(2000))")
+        #expect(waitUntil(timeout: 10) { (try? daemon.client().callOne("status"))?.parameters["version"] == 4 }, "\(daemon.log.suffix(2000))")
         #expect(E2E.stop(daemon, timeout: 30) == 0)
     }
 
@@ -129,7 +129,7 @@ import Testing
 
         let file = try Self.add(4, "unique_names", "CREATE UNIQUE INDEX user_name_unique ON user_info(user_name);\n", to: bundle)
         kill(daemon.process.processIdentifier, SIGHUP)
-        let logged = E2E.waitUntil(timeout: 10) { daemon.log.contains("could not be brought to the new bundle") }
+        let logged = waitUntil(timeout: 10) { daemon.log.contains("could not be brought to the new bundle") }
         #expect(logged, "\(daemon.log.suffix(2000))")
         let line = daemon.log.split(separator: "\n").first { $0.contains("could not be brought to the new bundle") }
         #expect(line?.contains(file) == true, "\(String(describing: line))")

@@ -163,7 +163,7 @@ import Testing
         #expect(Hostile.integrity(daemon.accountPath("alice")) == "ok")
 
         // Memory did not balloon: the connections are gone, and so are their buffers.
-        _ = E2E.waitUntil(timeout: 3, interval: 0.1) { (Hostile.rssKiB(pid) ?? .max) < rssBefore + 32 * 1024 }
+        _ = waitUntil(timeout: 3, interval: 0.1) { (Hostile.rssKiB(pid) ?? .max) < rssBefore + 32 * 1024 }
         let rssAfter = try #require(Hostile.rssKiB(pid))
         let elapsed = Date().timeIntervalSince(started)
         print(
@@ -250,7 +250,8 @@ import Testing
             _ = client.sendNonBlocking(payload + Array(marker.utf8.prefix(10)))
         case .unread:
             _ = client.sendNonBlocking(payload + Array((marker + "\n").utf8))
-            Thread.sleep(forTimeInterval: 0.002)
+            // Close once the daemon has begun answering, so replies are left unread.
+            _ = client.waitUntilReadable(timeout: 5)
         }
         return lines
     }

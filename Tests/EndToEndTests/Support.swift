@@ -87,16 +87,6 @@ enum E2E {
         try text.split(separator: "\n").map { try JSONParser.parse(String($0)) }
     }
 
-    /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-    static func waitUntil(timeout: TimeInterval = 30, interval: TimeInterval = 0.01, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: interval)
-        }
-        return try condition()
-    }
-
     /// Waits until a daemon started by hand (not through ``DaemonProcess``) answers a ping on
     /// `socket`; false if it exits or `timeout` passes first.
     static func waitUntilServing(_ process: Process, socket: String, timeout: TimeInterval = 60) -> Bool {

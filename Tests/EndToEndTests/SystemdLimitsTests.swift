@@ -28,7 +28,7 @@ extension SystemdTests {
         let since = Date()
         let kicks = { notify.datagrams.filter { $0.assignments["WATCHDOG"] == "1" && $0.received > since }.count }
         // Every 0.5 s (half of WATCHDOG_USEC): 8 in 4 s; 3 leaves room for a loaded machine.
-        let fed = E2E.waitUntil(timeout: 4) { kicks() >= 3 }
+        let fed = waitUntil(timeout: 4) { kicks() >= 3 }
         #expect(fed, "\(kicks()) WATCHDOG=1 in 4 s while 8 idle clients held every slot: \(daemon.log.suffix(1500))")
         // The slots were held throughout.
         try LimitsTests.expectRefused(daemon.socket)
@@ -65,7 +65,7 @@ extension SystemdTests {
         let dir = TestDirectory()
         let (process, socket, log) = try Self.startUnderFileLimit(soft: 256, hard: 256, in: dir)
         defer { E2E.stop(process, signal: SIGKILL, timeout: 10) }
-        let exited = E2E.waitUntil(timeout: 30) { !process.isRunning }
+        let exited = waitUntil(timeout: 30) { !process.isRunning }
         #expect(exited, "accountd started although 512 connections cannot fit in 256 files: \(SystemdSupport.tail(log))")
         guard exited else { return }
         process.waitUntilExit()

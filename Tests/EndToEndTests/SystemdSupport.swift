@@ -126,12 +126,7 @@ final class DatagramReceiver: @unchecked Sendable {
     /// Waits until `condition` holds for what was received, or `timeout` passes; returns whether it held.
     @discardableResult
     func wait(timeout: TimeInterval = 10, until condition: ([Datagram]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(datagrams) { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return condition(datagrams)
+        waitUntil(timeout: timeout) { condition(datagrams) }
     }
 
     private var shouldStop: Bool {

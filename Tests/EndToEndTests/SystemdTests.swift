@@ -74,7 +74,7 @@ import Testing
             ],
             environment: ["PATH": "/usr/bin:/bin"], log: log)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-        #expect(E2E.waitUntil(timeout: 10) { SystemdSupport.identity(of: handed)?.isSocket == true }, "\(SystemdSupport.tail(log))")
+        #expect(waitUntil(timeout: 10) { SystemdSupport.identity(of: handed)?.isSocket == true }, "\(SystemdSupport.tail(log))")
         let before = try #require(SystemdSupport.identity(of: handed))
 
         // This connection wakes it up; the reply comes from accountd itself.
@@ -198,6 +198,7 @@ import Testing
             directory: dir.path,
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": String(getpid())])
         #expect(notify.wait { $0.contains { $0.assignments["READY"] == "1" } })
+        // Nothing must come: an absence can only be watched for a while (five watchdog intervals).
         Thread.sleep(forTimeInterval: 1.0)
         #expect(!notify.datagrams.contains { $0.assignments["WATCHDOG"] != nil }, "\(notify.datagrams.map(\.text))")
         #expect(!daemon.log.contains("systemd watchdog on"))
@@ -230,7 +231,7 @@ import Testing
             let end = datagrams.first { $0.assignments["STATUS"] == "serving; active account bob" }?.received ?? .distantFuture
             return datagrams.filter { $0.assignments["WATCHDOG"] == "1" && $0.pid == pid && $0.received > start && $0.received < end }.count
         }
-        let fed = E2E.waitUntil(timeout: 5) { kicksDuringMigration() >= 2 }
+        let fed = waitUntil(timeout: 5) { kicksDuringMigration() >= 2 }
         #expect(fed, "\(kicksDuringMigration()) WATCHDOG=1 during the migration: \(notify.datagrams.map(\.text))")
 
         let stopped = withExtendedLifetime(connections) { SystemdSupport.stop(daemon.process, timeout: 30) }

@@ -27,10 +27,7 @@ final class Connection: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     /// Sent down the pipeline when the daemon begins to stop.
-    struct ShutdownRequested {
-        /// Whether the client had sent part of a request (no newline yet); set by ``RequestFramer``.
-        var unterminatedRequest = false
-    }
+    struct ShutdownRequested {}
 
     /// How long a closing connection may take to write its last replies, and how long a
     /// request may still run once the daemon is stopping, before the connection is closed
@@ -89,12 +86,12 @@ final class Connection: ChannelDuplexHandler {
         switch event {
         case ChannelEvent.inputClosed:
             perform(machine.inputClosed(), context)
-        case let shutdown as ShutdownRequested:
-            // A request being handled finishes and is answered; the next gets ShuttingDown.
+        case is RequestFramer.RequestBegun:
+            machine.requestBegan()
+        case is ShutdownRequested:
+            // A request being handled finishes and is answered; the ones after it get ShuttingDown.
             closeLater(context)
-            perform(
-                machine.shutdownBegan(unterminatedRequest: shutdown.unterminatedRequest, isWritable: context.channel.isWritable),
-                context)
+            perform(machine.shutdownBegan(isWritable: context.channel.isWritable), context)
         case let idle as IdleStateHandler.IdleStateEvent where idle == .all:
             perform(machine.idleTimerFired(), context)
         default:
@@ -140,14 +137,14 @@ final class Connection: ChannelDuplexHandler {
                 return
             case .answer(let line):
                 answer(line, context)
-            case .refuseWhileWatching(let line):
-                guard let reply = refusal(line) else { continue }
+            case .refuse(let line, let refusal):
+                guard let reply = reply(refusing: line, refusal) else { continue }
                 append(reply)
             case .yieldTurn:
                 yieldTurn(context)
                 return
-            case .close(let farewell):
-                if let farewell { append(reply(farewell)) }
+            case .close(let last):
+                if let last { append(reply(last)) }
                 finish(context)
                 return
             }
@@ -190,18 +187,21 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    /// The reply to a request sent on a watching connection; nil for a blank line.
-    private func refusal(_ line: [UInt8]) -> Reply? {
+    /// The reply to a request that is refused; nil for a blank line, which is no request.
+    /// A request that is not admitted gets the reason it is not; the others the refusal's.
+    private func reply(refusing line: [UInt8], _ refusal: ConnectionStateMachine.Refusal) -> Reply? {
         switch dispatcher.admit(line, peer: peer) {
-        case .blank: nil
-        case .refused(let reply): reply
-        case .admitted: ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply
+        case .blank: return nil
+        case .refused(let reply): return reply
+        case .admitted: return reply(refusal)
         }
     }
 
-    /// The last reply of a closing connection.
-    private func reply(_ farewell: ConnectionStateMachine.Farewell) -> Reply {
-        switch farewell {
+    /// The error reply for `refusal`.
+    private func reply(_ refusal: ConnectionStateMachine.Refusal) -> Reply {
+        switch refusal {
+        case .watching:
+            return ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply
         case .shuttingDown:
             return ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply
         case .requestTooLarge:

@@ -2,7 +2,7 @@ import NIOCore
 
 /// The lifecycle of one client connection, as a value with one method per event.
 ///
-/// ``Connection`` feeds it what happens on the channel (a request framed, a request
+/// ``Connection`` feeds it what happens on the channel (a request framed or begun, a request
 /// finished, the client closed its side, the daemon began to stop, the idle timer fired)
 /// and does what it answers. Every decision about *when* a request is answered, when the
 /// connection reads and when it closes is made here, in one `switch` per event, so the
@@ -15,8 +15,9 @@ import NIOCore
 ///   is not writable);
 /// - after ``requestsPerTurn`` requests the connection lets others run, then carries on;
 /// - once the client closed its side, what it sent is answered, then the connection closes;
-/// - once the daemon stops, a running request finishes, the next request gets
-///   `ShuttingDown`, and the connection closes.
+/// - once the daemon stops, a running request finishes and is answered; every request
+///   after it that was read, and one the client had begun, gets `ShuttingDown`; then the
+///   connection closes.
 struct ConnectionStateMachine: Sendable {
     /// How many bytes of requests a connection reads ahead while one of its requests is in
     /// progress. Reading on (rather than stopping and restarting reads for every request,
@@ -48,10 +49,9 @@ struct ConnectionStateMachine: Sendable {
         case open
         /// The client closed its side: what it sent is answered, then the connection closes.
         case clientClosed
-        /// The daemon is stopping: the next request gets `ShuttingDown`, then the connection
-        /// closes. `answerOwed` when the client had begun a request (bytes without their
-        /// newline) when shutdown began: it gets `ShuttingDown` too.
-        case stopping(answerOwed: Bool)
+        /// The daemon is stopping: each request read, and one the client had begun, gets
+        /// `ShuttingDown`, then the connection closes.
+        case stopping
     }
 
     /// What arrives from the framer: a request line, or the end of framing.
@@ -62,11 +62,13 @@ struct ConnectionStateMachine: Sendable {
         case tooLarge
     }
 
-    /// The last reply a closing connection writes.
-    enum Farewell: Equatable, Sendable {
-        /// `ShuttingDown`, to a request read once the daemon is stopping.
+    /// Why a request is refused rather than answered: the error it gets.
+    enum Refusal: Equatable, Sendable {
+        /// `InvalidRequest`: the connection is watching events.
+        case watching
+        /// `ShuttingDown`: the daemon is stopping.
         case shuttingDown
-        /// `RequestTooLarge`, for a line over `requests.maxBytes`.
+        /// `RequestTooLarge`: a line over `requests.maxBytes`; the stream lost its framing.
         case requestTooLarge
     }
 
@@ -74,12 +76,13 @@ struct ConnectionStateMachine: Sendable {
     enum Step: Equatable, Sendable {
         /// Answer this request (which may start a task, a change or a Watch).
         case answer([UInt8])
-        /// Refuse this request: the connection is watching.
-        case refuseWhileWatching([UInt8])
+        /// Refuse this request with the error of `Refusal`, then carry on.
+        case refuse([UInt8], Refusal)
         /// Let other connections run, then call ``turnResumed()`` and carry on.
         case yieldTurn
-        /// Write what is pending, then this last reply if any, then close.
-        case close(Farewell?)
+        /// Write what is pending, then this last refusal if any (to a request without a
+        /// line: one too large, or one begun but not finished), then close.
+        case close(Refusal?)
         /// Nothing to do until the next event.
         case wait
     }
@@ -105,6 +108,9 @@ struct ConnectionStateMachine: Sendable {
     private var framingLost = false
     /// A read was held back, to be issued once reading is allowed again.
     private var readHeld = false
+    /// The client has begun a request: its first bytes arrived, its newline not yet. A
+    /// stopping connection owes it `ShuttingDown`.
+    private var requestBegun = false
     /// Requests answered in this turn, since ``beginTurn()``.
     private var answeredThisTurn = 0
 
@@ -116,11 +122,18 @@ struct ConnectionStateMachine: Sendable {
     /// A request (or the end of framing) arrived. Nothing is queued once the connection closes.
     mutating func received(_ frame: Frame) {
         if state == .closing { return }
+        // Lines arrive in order: this one is the request that had begun, if one had.
+        requestBegun = false
         switch frame {
         case .request(let line): queuedBytes += line.count + 1
         case .tooLarge: framingLost = true
         }
         queue.append(frame)
+    }
+
+    /// The client began a request: bytes arrived after its last line, without a newline yet.
+    mutating func requestBegan() {
+        requestBegun = true
     }
 
     /// A new turn begins: the event loop came back to this connection (a read burst ended,
@@ -143,7 +156,7 @@ struct ConnectionStateMachine: Sendable {
             switch dequeue() {
             case .request(let line):
                 answeredThisTurn += 1
-                return .refuseWhileWatching(line)
+                return .refuse(line, .watching)
             case .tooLarge: return close(.requestTooLarge)
             }
         case .idle(let end):
@@ -152,16 +165,15 @@ struct ConnectionStateMachine: Sendable {
                 switch end {
                 case .open: return .wait
                 case .clientClosed: return close(nil)
-                case .stopping(let answerOwed): return close(answerOwed ? .shuttingDown : nil)
+                case .stopping: return close(requestBegun ? .shuttingDown : nil)
                 }
             }
             if answeredThisTurn >= Self.requestsPerTurn { return yield() }
             switch dequeue() {
             case .tooLarge: return close(.requestTooLarge)
             case .request(let line):
-                if case .stopping = end { return close(.shuttingDown) }
                 answeredThisTurn += 1
-                return .answer(line)
+                return end == .stopping ? .refuse(line, .shuttingDown) : .answer(line)
             }
         }
     }
@@ -212,6 +224,8 @@ struct ConnectionStateMachine: Sendable {
 
     /// The client closed its side: no more requests will come.
     mutating func inputClosed() -> Action {
+        // What the client had begun came as its last request, or was dropped as too large.
+        requestBegun = false
         switch state {
         case .idle(let end): state = .idle(Self.closedByClient(end))
         case .running(let end): state = .running(Self.closedByClient(end))
@@ -226,28 +240,28 @@ struct ConnectionStateMachine: Sendable {
 
     /// The daemon began to stop.
     ///
-    /// - Parameters:
-    ///   - unterminatedRequest: the client had sent part of a request (no newline yet).
-    ///   - isWritable: whether the channel takes more replies now.
-    mutating func shutdownBegan(unterminatedRequest: Bool, isWritable: Bool) -> Action {
-        let stopping = InputEnd.stopping(answerOwed: unterminatedRequest)
+    /// A running request goes on; reads go on too (within the read-ahead bound), so that
+    /// what the client sends meanwhile gets `ShuttingDown` rather than a silent close.
+    ///
+    /// - Parameter isWritable: whether the channel takes more replies now.
+    mutating func shutdownBegan(isWritable: Bool) -> Action {
         switch state {
         case .idle(let end), .yielded(.idle(let end)):
-            if case .stopping = end { return .none }
+            if end == .stopping { return .none }
             guard isWritable else {
                 // The client is not reading its replies: they would never be written.
                 state = .closing
                 return .closeNow
             }
             if case .yielded = state {
-                state = .yielded(resume: .idle(stopping))
+                state = .yielded(resume: .idle(.stopping))
                 return .none
             }
-            state = .idle(stopping)
+            state = .idle(.stopping)
             return .serve
         case .running(let end):
-            if case .stopping = end { return .none }
-            state = .running(stopping)
+            if end == .stopping { return .none }
+            state = .running(.stopping)
             return .none
         case .watching, .yielded:
             state = .closing
@@ -319,14 +333,13 @@ struct ConnectionStateMachine: Sendable {
         return .yieldTurn
     }
 
-    private mutating func close(_ farewell: Farewell?) -> Step {
+    private mutating func close(_ last: Refusal?) -> Step {
         state = .closing
-        return .close(farewell)
+        return .close(last)
     }
 
     /// A stopping daemon's `ShuttingDown` wins over the client's end of input.
     private static func closedByClient(_ end: InputEnd) -> InputEnd {
-        if case .stopping = end { return end }
-        return .clientClosed
+        end == .stopping ? end : .clientClosed
     }
 }

@@ -9,18 +9,25 @@ import NIOCore
 /// after which the stream has no framing left and the rest of the input is dropped (the
 /// connection answers `RequestTooLarge` and closes).
 ///
-/// The end of input belongs here too, since only the framer knows what is left unframed:
+/// Only the framer knows what is left unframed, so it also says so:
+/// - when a read leaves the first bytes of a request without their newline, a
+///   ``RequestBegun`` event goes on (once per request), so that a stopping connection
+///   answers that request with `ShuttingDown` instead of closing on it;
 /// - when the client closes its side, the bytes it sent after its last newline go on as
-///   one last request, then the `inputClosed` event;
-/// - when the daemon begins to stop, ``Connection/ShutdownRequested`` goes on saying
-///   whether the client had begun a request, so that it gets `ShuttingDown` too.
+///   one last request, then the `inputClosed` event.
 final class RequestFramer: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ConnectionStateMachine.Frame
 
+    /// Sent on when the client has begun a request: bytes arrived after its last line,
+    /// without a newline yet.
+    struct RequestBegun {}
+
     private let maximumRequestBytes: Int
     /// Nil once framing ended: after an oversized line, or at the end of input.
     private var framer: LineFramer?
+    /// ``RequestBegun`` went on for the bytes after the last line.
+    private var begunReported = false
 
     /// A framer for lines of at most `maximumRequestBytes` (`requests.maxBytes`), line ending not counted.
     init(maximumRequestBytes: Int) {
@@ -34,13 +41,20 @@ final class RequestFramer: ChannelInboundHandler {
         while framer != nil {
             let line: [UInt8]
             do {
-                guard let next = try framer!.nextLine() else { return }
+                guard let next = try framer!.nextLine() else {
+                    if !begunReported, framer!.bufferedCount > 0 {
+                        begunReported = true
+                        context.fireUserInboundEventTriggered(RequestBegun())
+                    }
+                    return
+                }
                 line = next
             } catch {
                 framer = nil
                 context.fireChannelRead(wrapInboundOut(.tooLarge))
                 return
             }
+            begunReported = false
             context.fireChannelRead(wrapInboundOut(.request(line)))
         }
     }
@@ -53,9 +67,6 @@ final class RequestFramer: ChannelInboundHandler {
             }
             framer = nil
             context.fireUserInboundEventTriggered(event)
-        case var shutdown as Connection.ShutdownRequested:
-            shutdown.unterminatedRequest = (framer?.bufferedCount ?? 0) > 0
-            context.fireUserInboundEventTriggered(shutdown)
         default:
             context.fireUserInboundEventTriggered(event)
         }

@@ -37,7 +37,7 @@ extension Command {
         case .set:
             let key = try Self.preferenceKey(parameters)
             guard let value = parameters["value"] else {
-                throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
+                throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)", facts: [("parameter", "value")])
             }
             self = .set(key, value: value)
         case .keys: self = .keys(namespace: try parameters.requiredString("namespace"), account: try parameters.account())
@@ -95,13 +95,7 @@ extension Command {
         }
         if all { return .all }
         var accounts: [AccountName] = []
-        for name in names {
-            do {
-                accounts.append(try AccountName(name))
-            } catch {
-                throw ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(name))])
-            }
-        }
+        for name in names { accounts.append(try AccountName(requested: name)) }
         return .accounts(accounts)
     }
 

@@ -5,7 +5,8 @@ extension Command {
     /// values.
     ///
     /// - Throws: ``ProtocolError``: `InvalidParameter` (a wrong type, a missing or
-    ///   contradictory parameter), `InvalidAccountName`, `InvalidValue` (`Set` without a value).
+    ///   contradictory parameter), `InvalidAccountName`, `InvalidValue` (`Set` without a value;
+    ///   like `InvalidParameter`, it names the `parameter`).
     public init(_ request: Request) throws(ProtocolError) {
         let parameters = request.parameters
         switch request.method {

@@ -19,25 +19,25 @@ extension AccountdClient {
     ///
     /// - Throws: ``AccountdClientError``.
     public func status() async throws -> DaemonStatus {
-        try await call(.status, as: DaemonStatus.self)
+        try await call(.status(account: nil), as: DaemonStatus.self)
     }
 
     /// One account's file, version and state.
     ///
-    /// - Throws: ``AccountdClientError``, e.g. `InvalidAccountName` from the daemon.
+    /// - Throws: ``AccountdClientError``, e.g. `InvalidAccountName`.
     public func status(account: String) async throws -> AccountStatusReply {
-        try await call(.status, [("account", .string(account))], as: AccountStatusReply.self)
+        try await call(.status(account: Self.account(account)), as: AccountStatusReply.self)
     }
 
     /// Every account with its size, and with `details` its version and state.
     ///
     /// - Throws: ``AccountdClientError``.
     public func list(details: Bool = false) async throws -> AccountList {
-        let request = Request(method: .list, parameters: Parameters(details ? [("details", true)] : []), more: true)
         var entries: [ListEntry] = []
         var summary: ListSummary?
         let stream = ReplyStream<Either<ListEntry, ListSummary>>(
-            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .first(try ListEntry(parameters: parameters)) },
+            client: self, command: .success(.list(details: details)),
+            element: { parameters throws(ReplyDecodingError) in .first(try ListEntry(parameters: parameters)) },
             last: { parameters throws(ReplyDecodingError) in .second(try ListSummary(parameters: parameters)) })
         for try await item in stream {
             switch item {
@@ -58,7 +58,7 @@ extension AccountdClient {
     /// - Parameter create: false to fail with `AccountNotFound` instead of creating it.
     /// - Throws: ``AccountdClientError``, e.g. `AccountTooNew` or `MigrationFailed` from the daemon.
     public func switchAccount(_ account: String, create: Bool = true) async throws -> SwitchResult {
-        try await call(.switchAccount, [("account", .string(account)), ("create", .bool(create))], as: SwitchResult.self)
+        try await call(.switchAccount(account: Self.account(account), create: create), as: SwitchResult.self)
     }
 
     /// Like ``switchAccount(_:create:)``, with each migration step as it begins.
@@ -72,23 +72,17 @@ extension AccountdClient {
     /// }
     /// ```
     public func switching(to account: String, create: Bool = true) -> ReplyStream<SwitchEvent> {
-        let request = Request(
-            method: .switchAccount, parameters: Parameters([("account", .string(account)), ("create", .bool(create))]), more: true)
-        return ReplyStream(
-            client: self, request: request, element: { parameters throws(ReplyDecodingError) in .progress(try SwitchProgress(parameters: parameters)) },
+        ReplyStream(
+            client: self, command: Result { () throws(AccountdClientError) in .switchAccount(account: try Self.account(account), create: create) },
+            element: { parameters throws(ReplyDecodingError) in .progress(try SwitchProgress(parameters: parameters)) },
             last: { parameters throws(ReplyDecodingError) in .finished(try SwitchResult(parameters: parameters)) })
     }
 
     /// Migrates accounts to the bundle's version without switching to them: one result
     /// per account as each finishes, then the summary. A failed account never stops the others.
     public func migrate(_ selection: MigrateSelection) -> ReplyStream<MigrateEvent> {
-        let parameters: [(String, JSONValue)] =
-            switch selection {
-            case .all: [("all", true)]
-            case .accounts(let names): [("accounts", .array(names.map { .string($0) }))]
-            }
-        return ReplyStream(
-            client: self, request: Request(method: .migrate, parameters: Parameters(parameters), more: true),
+        ReplyStream(
+            client: self, command: Result { () throws(AccountdClientError) in .migrate(try selection.target()) },
             element: { parameters throws(ReplyDecodingError) in .account(try MigrateResult(parameters: parameters)) }, last: { parameters throws(ReplyDecodingError) in .summary(try MigrateSummary(parameters: parameters)) })
     }
 }

@@ -6,30 +6,28 @@ extension AccountdClient {
     /// - Parameter account: for an account-scoped namespace, the account (default: the active one).
     /// - Throws: ``AccountdClientError``, e.g. `KeyNotFound` or `NamespaceNotFound`.
     public func get(namespace: String, key: String, account: String? = nil) async throws -> JSONValue {
-        try await call(.get, Self.target(namespace, key, account), as: PreferenceValue.self).value
+        try await call(.get(Self.target(namespace, key, account)), as: PreferenceValue.self).value
     }
 
     /// Sets a preference; returns once it is durably committed.
     ///
     /// - Throws: ``AccountdClientError``.
     public func set(namespace: String, key: String, value: JSONValue, account: String? = nil) async throws {
-        var parameters = Self.target(namespace, key, account)
-        parameters.insert(("value", value), at: 2)
-        _ = try await call(.set, parameters, as: EmptyReply.self)
+        _ = try await call(.set(Self.target(namespace, key, account), value: value), as: EmptyReply.self)
     }
 
     /// Deletes a preference.
     ///
     /// - Throws: ``AccountdClientError``.
     public func delete(namespace: String, key: String, account: String? = nil) async throws {
-        _ = try await call(.delete, Self.target(namespace, key, account), as: EmptyReply.self)
+        _ = try await call(.delete(Self.target(namespace, key, account)), as: EmptyReply.self)
     }
 
     /// The keys set in a namespace.
     ///
     /// - Throws: ``AccountdClientError``.
     public func keys(namespace: String, account: String? = nil) async throws -> [String] {
-        try await call(.keys, Self.target(namespace, nil, account), as: KeysReply.self).keys
+        try await call(.keys(namespace: namespace, account: account.map(Self.account)), as: KeysReply.self).keys
     }
 
     /// The daemon's events as they happen: switches, migration steps, preference changes.
@@ -45,14 +43,12 @@ extension AccountdClient {
     /// ```
     public func watch() -> ReplyStream<WatchEvent> {
         ReplyStream(
-            client: self, request: Request(method: .watch, more: true), element: { parameters throws(ReplyDecodingError) in try WatchEvent(parameters: parameters) },
+            client: self, command: .success(.watch), element: { parameters throws(ReplyDecodingError) in try WatchEvent(parameters: parameters) },
             last: { parameters throws(ReplyDecodingError) in parameters == .object([]) ? nil : try WatchEvent(parameters: parameters) })
     }
 
-    private static func target(_ namespace: String, _ key: String?, _ account: String?) -> [(String, JSONValue)] {
-        var pairs: [(String, JSONValue)] = [("namespace", .string(namespace))]
-        if let key { pairs.append(("key", .string(key))) }
-        if let account { pairs.append(("account", .string(account))) }
-        return pairs
+    /// The value a `Get`, `Set` or `Delete` is about, with `account` checked.
+    private static func target(_ namespace: String, _ key: String, _ account: String?) throws(AccountdClientError) -> PreferenceKey {
+        PreferenceKey(namespace: namespace, key: key, account: try account.map(Self.account))
     }
 }

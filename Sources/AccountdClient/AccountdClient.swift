@@ -121,9 +121,9 @@ public actor AccountdClient {
 
     // MARK: - One request at a time
 
-    /// Waits until no other request holds the connection, sends `request`, and holds the
-    /// connection until ``finish()``.
-    func begin(_ request: Request) async throws(AccountdClientError) {
+    /// Waits until no other request holds the connection, sends `command` (asking for
+    /// streamed replies when `more`), and holds the connection until ``finish()``.
+    func begin(_ command: Command, more: Bool) async throws(AccountdClientError) {
         if busy {
             await withCheckedContinuation { waiters.append($0) }  // ownership is handed over by finish()
         } else {
@@ -134,7 +134,7 @@ public actor AccountdClient {
             throw failure
         }
         do {
-            try await outbound.write(ByteBuffer(string: request.encoded() + "\n"))
+            try await outbound.write(ByteBuffer(string: command.request(more: more).encoded() + "\n"))
         } catch {
             let lost = AccountdClientError.connectionLost(socket: socketPath, reason: "sending the request failed: \(error)")
             fail(lost)
@@ -230,9 +230,9 @@ public actor AccountdClient {
         return reply
     }
 
-    /// Sends a request that gets one reply and decodes it as `Model`.
-    func call<Model: ReplyModel>(_ method: Method, _ parameters: [(String, JSONValue)] = [], as: Model.Type) async throws(AccountdClientError) -> Model {
-        try await begin(Request(method: method, parameters: Parameters(parameters)))
+    /// Sends a command that gets one reply and decodes it as `Model`.
+    func call<Model: ReplyModel>(_ command: Command, as: Model.Type) async throws(AccountdClientError) -> Model {
+        try await begin(command, more: false)
         defer { finish() }
         let line = try await nextLine()
         let reply = try reply(line)
@@ -240,6 +240,32 @@ public actor AccountdClient {
             return try Model(parameters: reply.parameters)
         } catch {
             throw AccountdClientError.unexpectedReply(error)
+        }
+    }
+
+    // MARK: - Checks before sending
+
+    /// `name` as an account name, refused as the daemon would refuse it.
+    ///
+    /// - Throws: ``AccountdClientError/daemon(_:)`` with `InvalidAccountName`, as the
+    ///   daemon's reply to a request with this name would be.
+    nonisolated static func account(_ name: String) throws(AccountdClientError) -> AccountName {
+        do {
+            return try AccountName(requested: name)
+        } catch {
+            throw .daemon(error)
+        }
+    }
+
+    /// `label` as a snapshot label, refused as the daemon would refuse it.
+    ///
+    /// - Throws: ``AccountdClientError/daemon(_:)`` with `InvalidParameter` (parameter
+    ///   `label`), as the daemon's reply would be.
+    nonisolated static func label(_ label: String) throws(AccountdClientError) -> SnapshotLabel {
+        do {
+            return try SnapshotLabel(label)
+        } catch {
+            throw .daemon(error)
         }
     }
 }

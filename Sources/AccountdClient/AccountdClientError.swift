@@ -5,6 +5,12 @@ import AccountdProtocol
 /// The daemon's own errors arrive as ``daemon(_:)`` with their wire name, message and
 /// facts; the other cases say that the daemon could not be reached or stopped answering.
 ///
+/// Two of the daemon's errors the client finds itself, before sending, by the daemon's
+/// own rules in `AccountdProtocol`, and throws as ``daemon(_:)`` exactly as the daemon
+/// would reply: `InvalidAccountName` for an account name (fact `account`), and
+/// `InvalidParameter` for a snapshot label (fact `parameter`: `label`). Nothing is sent
+/// then, and the connection stays usable.
+///
 /// ```swift
 /// do {
 ///     try await client.switchAccount("alice")

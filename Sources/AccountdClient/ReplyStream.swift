@@ -3,32 +3,34 @@ import AccountdProtocol
 /// The replies of one streamed request, as typed elements.
 ///
 /// The request is sent when iteration begins, and holds the client's connection until its
-/// last reply (see ``AccountdClient`` on sharing). Iterate it once.
+/// last reply (see ``AccountdClient`` on sharing). Iterate it once. A request the client
+/// refused before sending (an invalid account name) throws at the first element.
 public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
     /// Turns one reply line into an element; `last` is true for the request's final reply.
     typealias Parse = @Sendable (_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
 
     let client: AccountdClient
-    let request: Request
+    /// What to send, or why it was refused before sending.
+    let command: Result<Command, AccountdClientError>
     let parse: Parse
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(client: client, request: request, parse: parse)
+        Iterator(client: client, command: command, parse: parse)
     }
 
     /// Sends the request on the first ``next()`` and yields one element per reply.
     public final class Iterator: AsyncIteratorProtocol {
         private let client: AccountdClient
-        private let request: Request
+        private let command: Result<Command, AccountdClientError>
         private let parse: Parse
         private var started = false
         private var finished = false
         /// Reply lines taken from the client and not yet parsed.
         private var pending: ArraySlice<[UInt8]> = []
 
-        init(client: AccountdClient, request: Request, parse: @escaping Parse) {
+        init(client: AccountdClient, command: Result<Command, AccountdClientError>, parse: @escaping Parse) {
             self.client = client
-            self.request = request
+            self.command = command
             self.parse = parse
         }
 
@@ -40,9 +42,9 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
             if !started {
                 started = true
                 do {
-                    try await client.begin(request)
+                    try await client.begin(command.get(), more: true)
                 } catch {
-                    finished = true  // begin has let the connection go
+                    finished = true  // refused before sending, or begin has let the connection go
                     throw error
                 }
             }
@@ -83,11 +85,11 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
 extension ReplyStream {
     /// A stream whose continuing replies decode as `element` and whose last as `last`.
     init(
-        client: AccountdClient, request: Request,
+        client: AccountdClient, command: Result<Command, AccountdClientError>,
         element: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element,
         last: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element?
     ) {
-        self.init(client: client, request: request) { line, client throws(AccountdClientError) in
+        self.init(client: client, command: command) { line, client throws(AccountdClientError) in
             let reply = try client.reply(line)
             do throws(ReplyDecodingError) {
                 return reply.continues ? (try element(reply.parameters), false) : (try last(reply.parameters), true)

@@ -87,6 +87,32 @@ public struct InvalidAccountName: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension AccountName {
+    /// Validates a name given in a request, failing with the error the daemon replies with:
+    /// `InvalidAccountName`, its message saying which rule the name breaks, and the refused
+    /// name as the fact `account`.
+    ///
+    /// The daemon checks every account parameter with this, and `AccountdClient` checks
+    /// the names it is given with it before sending, so both refuse a name alike.
+    ///
+    /// - Throws: ``ProtocolError`` `InvalidAccountName`.
+    public init(requested rawValue: String) throws(ProtocolError) {
+        do {
+            try self.init(rawValue)
+        } catch {
+            throw ProtocolError(error)
+        }
+    }
+}
+
+extension ProtocolError {
+    /// The error reply for a refused account name: `InvalidAccountName`, with the
+    /// refused name as the fact `account`.
+    public init(_ error: InvalidAccountName) {
+        self.init(.invalidAccountName, error.description, facts: [("account", .string(error.name))])
+    }
+}
+
+extension AccountName {
     /// Quotes a possibly hostile name for a message: control characters are escaped,
     /// and very long names are shortened.
     public static func quoted(_ name: String) -> String {

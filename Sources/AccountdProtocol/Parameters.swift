@@ -57,11 +57,7 @@ public struct Parameters: Sendable {
     /// - Throws: `InvalidParameter` for a wrong type, `InvalidAccountName` for a bad name.
     public func account(_ name: String = "account") throws(ProtocolError) -> AccountName? {
         guard let raw = try string(name) else { return nil }
-        do {
-            return try AccountName(raw)
-        } catch {
-            throw ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(raw))])
-        }
+        return try AccountName(requested: raw)
     }
 
     public func requiredAccount(_ name: String = "account") throws(ProtocolError) -> AccountName {

@@ -31,18 +31,13 @@ struct ExportCommand: AsyncParsableCommand {
             reply is printed. Needs an admin peer.
             """)
 
-    /// The export formats the daemon offers.
-    enum Format: String, ExpressibleByArgument, CaseIterable {
-        case jsonl, sql, sqlite
-    }
-
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "The account to export.")
     var account: String
 
     @Option(help: "The export format.")
-    var format: Format = .jsonl
+    var format: ExportFormat = .jsonl
 
     @Option(
         name: [.short, .customLong("output")],
@@ -74,7 +69,7 @@ struct ExportCommand: AsyncParsableCommand {
         var progress = Progress("exporting \(account)", shown: !global.json)
         var totals: ExportTotals?
         do {
-            for try await event in await client.export(account: account, format: format.rawValue) {
+            for try await event in await client.export(account: account, format: format) {
                 switch event {
                 case .row(let row):
                     if printsEveryReply { Output.json(try row.decoded().parameters) }
@@ -120,7 +115,7 @@ private struct Received {
     var hasher = SHA256()
 
     /// Takes one chunk: checks that it fits the format and writes its data to `sink`.
-    mutating func take(_ chunk: ExportChunk, format: ExportCommand.Format, into sink: ExportSink?) throws {
+    mutating func take(_ chunk: ExportChunk, format: ExportFormat, into sink: ExportSink?) throws {
         switch (chunk, format) {
         case (.sql(let text), .sql):
             try sink?.append(text)
@@ -140,7 +135,7 @@ private struct Received {
     /// Compares what arrived with the final reply's counts and digest.
     ///
     /// - Throws: ``ClientError`` (exit 1) on any mismatch.
-    func check(against summary: ExportTotals, format: ExportCommand.Format) throws {
+    func check(against summary: ExportTotals, format: ExportFormat) throws {
         switch format {
         case .jsonl:
             if let expected = summary.rows.map(Int64.init), expected != rows {
@@ -165,11 +160,11 @@ private struct Received {
         }
     }
 
-    func progressText(_ format: ExportCommand.Format) -> String {
+    func progressText(_ format: ExportFormat) -> String {
         format == .jsonl ? "\(Output.count(rows)) rows" : "\(Output.size(bytes)) received"
     }
 
-    func summaryText(_ format: ExportCommand.Format, _ summary: ExportTotals) -> String {
+    func summaryText(_ format: ExportFormat, _ summary: ExportTotals) -> String {
         switch format {
         case .jsonl:
             let tables = summary.tables?.count
@@ -181,3 +176,6 @@ private struct Received {
         }
     }
 }
+
+/// `--format`: the formats are the protocol's own, spelt as on the wire.
+extension ExportFormat: ExpressibleByArgument {}

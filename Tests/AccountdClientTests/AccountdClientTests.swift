@@ -104,6 +104,53 @@ import Testing
         try await client.ping()
     }
 
+    @Test("An invalid account name or label is refused before sending, with the daemon's own error",
+          arguments: ["-bad", "a/b", "", String(repeating: "x", count: 129)])
+    func invalidNamesAreRefusedBeforeSending(name: String) async throws {
+        let dir = TestDirectory()
+        let daemon = try daemon(dir)
+        let quoted = JSONValue.string(name).serialized()
+        func request(_ method: String, _ parameters: String) -> String {
+            #"{"method":"io.accountd.\#(method)","parameters":{\#(parameters)}}"#
+        }
+        let client = try await AccountdClient.connect(socketPath: daemon.socket)
+        // Each call, and the request whose reply from the daemon it must throw.
+        let calls: [(request: String, call: @Sendable () async throws -> Void)] = [
+            (request("Status", #""account":\#(quoted)"#), { _ = try await client.status(account: name) }),
+            (request("Switch", #""account":\#(quoted)"#), { _ = try await client.switchAccount(name) }),
+            (request("Switch", #""account":\#(quoted)"#), { for try await _ in await client.switching(to: name) {} }),
+            (request("Migrate", #""accounts":["alice",\#(quoted)]"#), { for try await _ in await client.migrate(.accounts(["alice", name])) {} }),
+            (request("Export", #""account":\#(quoted)"#), { for try await _ in await client.export(account: name) {} }),
+            (request("Verify", #""account":\#(quoted)"#), { _ = try await client.verify(account: name) }),
+            (request("Snapshots", #""account":\#(quoted)"#), { _ = try await client.snapshots(account: name) }),
+            (request("Snapshot", #""account":\#(quoted)"#), { _ = try await client.snapshot(account: name) }),
+            (request("Snapshot", #""account":"alice","label":\#(quoted)"#), { _ = try await client.snapshot(account: "alice", label: name) }),
+            (request("Restore", #""account":\#(quoted)"#), { _ = try await client.restore(account: name) }),
+            (request("Remove", #""account":\#(quoted)"#), { _ = try await client.remove(account: name) }),
+            (request("Get", #""namespace":"user","key":"k","account":\#(quoted)"#), { _ = try await client.get(namespace: "user", key: "k", account: name) }),
+            (request("Set", #""namespace":"user","key":"k","value":1,"account":\#(quoted)"#), {
+                try await client.set(namespace: "user", key: "k", value: 1, account: name)
+            }),
+            (request("Delete", #""namespace":"user","key":"k","account":\#(quoted)"#), { try await client.delete(namespace: "user", key: "k", account: name) }),
+            (request("Keys", #""namespace":"user","account":\#(quoted)"#), { _ = try await client.keys(namespace: "user", account: name) }),
+        ]
+        let raw = try daemon.client()
+        let replies = try calls.map { try #require(ProtocolError(reply: try raw.callOne($0.request)), "\($0.request)") }
+        // No daemon from here on: an error reply can only come from the client itself.
+        _ = daemon.stop()
+        for (index, (request, call)) in calls.enumerated() {
+            let expected = replies[index]
+            let thrown = await clientError(call)
+            guard case .daemon(let error)? = thrown else {
+                Issue.record("\(request): expected \(expected), got \(String(describing: thrown))")
+                continue
+            }
+            #expect(error.name == expected.name, "\(request)")
+            #expect(error.message == expected.message, "\(request)")
+            #expect(JSONValue.object(error.facts) == JSONValue.object(expected.facts), "\(request)")
+        }
+    }
+
     @Test func anUnreachableSocketSaysWhy() async throws {
         let dir = TestDirectory()
         let path = dir.sub("none.sock")
@@ -124,8 +171,8 @@ import Testing
         #expect(why.hasPrefix("connection refused"))
     }
 
-    @Test(arguments: ["jsonl", "sql", "sqlite"])
-    func exportStreamsEveryFormat(format: String) async throws {
+    @Test(arguments: ExportFormat.allCases)
+    func exportStreamsEveryFormat(format: ExportFormat) async throws {
         let dir = TestDirectory()
         let daemon = try daemon(dir)
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
@@ -148,17 +195,17 @@ import Testing
             }
         }
         let summary = try #require(totals)
-        #expect(summary.format == format)
+        #expect(summary.format == format.rawValue)
         switch format {
-        case "jsonl":
+        case .jsonl:
             #expect(rows.count == summary.rows)
             #expect(rows.filter { $0.table == "user_info" }.count == 500)
             #expect(rows.contains { $0.row["user_name"] == "user 42" })
-        case "sql":
+        case .sql:
             #expect(sql.contains("CREATE TABLE"))
             #expect(sql.contains("'user 500'"))
             #expect(summary.statements ?? 0 > 0)
-        default:
+        case .sqlite:
             #expect(Int64(bytes.count) == summary.sizeBytes)
             let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
             #expect(digest == summary.sha256)

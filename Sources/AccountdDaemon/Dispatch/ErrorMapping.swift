@@ -22,7 +22,7 @@ enum ErrorMapping {
             if !error.details.isEmpty { facts.append(("details", .array(error.details.map { .string($0) }))) }
             return Reply(error: error.wireName, parameters: .object(facts))
         case let error as InvalidAccountName:
-            return ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(error.name))]).reply
+            return ProtocolError(error).reply
         default:
             let reference = String(UUID().uuidString.prefix(8)).lowercased()
             logger.error(

@@ -5,7 +5,8 @@ extension Command {
     /// values.
     ///
     /// - Throws: ``ProtocolError``: `InvalidParameter` (a wrong type, a missing or
-    ///   contradictory parameter), `InvalidAccountName`, `InvalidValue` (`Set` without a value).
+    ///   contradictory parameter), `InvalidAccountName`, `InvalidValue` (`Set` without a value;
+    ///   like `InvalidParameter`, it names the `parameter`).
     public init(_ request: Request) throws(ProtocolError) {
         let parameters = request.parameters
         switch request.method {
@@ -37,7 +38,7 @@ extension Command {
         case .set:
             let key = try Self.preferenceKey(parameters)
             guard let value = parameters["value"] else {
-                throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)")
+                throw ProtocolError(.invalidValue, "Set needs a \"value\" (any JSON value)", facts: [("parameter", "value")])
             }
             self = .set(key, value: value)
         case .keys: self = .keys(namespace: try parameters.requiredString("namespace"), account: try parameters.account())
@@ -95,13 +96,7 @@ extension Command {
         }
         if all { return .all }
         var accounts: [AccountName] = []
-        for name in names {
-            do {
-                accounts.append(try AccountName(name))
-            } catch {
-                throw ProtocolError(.invalidAccountName, error.description, facts: [("account", .string(name))])
-            }
-        }
+        for name in names { accounts.append(try AccountName(requested: name)) }
         return .accounts(accounts)
     }
 

@@ -17,7 +17,7 @@ final class DaemonParts {
     init(dataRoot path: String) throws {
         let root = try DataRoot(path)
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())
-        preferences = try PreferenceService(declarations: [], root: store.root, hub: hub, groupCommit: true)
+        preferences = try PreferenceService(declarations: [], root: store.root, hub: hub, groupCommit: true, pool: pool)
         let logger = Logger(label: "test")
         let service = AccountService(store: store, preferences: preferences, pool: pool, hub: hub, logger: logger)
         service.setPhase(.serving)

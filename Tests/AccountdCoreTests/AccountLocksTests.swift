@@ -11,8 +11,9 @@ import Testing
 @Suite struct AccountLocksTests {
     static let alice = try! AccountName("alice")
 
-    /// A store over a fresh data root; the lock needs no account file.
-    static func store(_ dir: borrowing TestDirectory, timeout: Duration = .seconds(30)) throws -> AccountStore {
+    /// A store over a fresh data root; the lock needs no account file. Its waiters wait
+    /// for an hour: long enough that a test slowed down by others never sees one give up.
+    static func store(_ dir: borrowing TestDirectory, timeout: Duration = .seconds(3600)) throws -> AccountStore {
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: ["CREATE TABLE t (a);"])
         var options = AccountStore.Options()
         options.lockTimeout = timeout
@@ -26,11 +27,12 @@ import Testing
         return store.replacing(bundle: store.bundle, options: options)
     }
 
-    /// Waits until `count` waiters are queued for alice (each waiter is started only once
-    /// the one before it is queued, which fixes their order).
+    /// Waits until `count` waiters have queued since the test began, whether they are still
+    /// waiting or not (each waiter is started only once the one before it has queued,
+    /// which fixes their order).
     static func waitUntilQueued(_ count: Int, _ store: AccountStore) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while store.locks.waiting(for: alice) < count {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while store.locks.queuedSoFar < count {
             try #require(ContinuousClock.now < deadline, "\(count) waiters were never queued")
             try await Task.sleep(for: .milliseconds(1))
         }

@@ -42,7 +42,7 @@ public enum Daemon {
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
         let preferences = try PreferenceService(
-            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit)
+            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool)
         defer { preferences.closeAll() }
         let services = Services(stores: stores, preferences: preferences, pool: pool, hub: hub, logger: logger)
         let switching = services.switching

@@ -17,7 +17,7 @@ final class DaemonParts: Sendable {
     init(dataRoot path: String, namespaces: [NamespaceDeclaration] = []) throws {
         let root = try DataRoot(path)
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())
-        preferences = try PreferenceService(declarations: namespaces, root: store.root, hub: hub, groupCommit: true)
+        preferences = try PreferenceService(declarations: namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool)
         let logger = Logger(label: "test")
         let services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
         dispatcher = Dispatcher(

@@ -1,5 +1,4 @@
 import AccountdProtocol
-import Dispatch
 import Foundation
 import GRDB
 import Synchronization
@@ -17,6 +16,10 @@ import Synchronization
 /// opened and updated after each commit: the daemon is the only writer of its
 /// preference tables. Reading never writes: a file without the table reads as empty, and
 /// the table (and WAL mode) comes with the first write.
+///
+/// Commits run on a thread the owner provides (``Runner``: the daemon's blocking pool),
+/// one drain at a time per database; nothing here has a thread or a queue of its own.
+/// Writers never wait on a thread: they are called back once their change is committed.
 public final class PreferenceDatabase: Sendable {
     /// One change.
     public enum Change: Sendable {
@@ -33,14 +36,32 @@ public final class PreferenceDatabase: Sendable {
     /// existed; for a set, true. Or why it failed.
     public typealias Completion = @Sendable (Result<Bool, any Error>) -> Void
 
+    /// Where blocking work runs: it runs `work` on a thread that may block on SQLite and
+    /// fsync, and returns at once. The daemon passes its blocking pool; a runner may also
+    /// drop `work` (a pool that is shutting down), which ``close()`` then does itself.
+    public typealias Runner = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
+
+    /// A runner that starts a thread for each drain: for tools and tests without a pool.
+    public static let threadPerDrain: Runner = { work in Thread { work() }.start() }
+
     private struct Pending {
         var change: Change
         var done: Completion
     }
 
+    /// Where the committing work stands: at most one drain runs at a time.
+    private enum Drain {
+        /// Nothing queued, nothing running.
+        case idle
+        /// Handed to the runner, not started yet: ``close()`` may run it itself.
+        case scheduled
+        /// Committing, on the runner's thread or in ``close()``.
+        case running
+    }
+
     private struct State {
         var queue: [Pending] = []
-        var draining = false
+        var drain = Drain.idle
         var closed = false
         var values: [String: [String: JSONValue]] = [:]
         /// How many writers were active at the end of the last commit (those it answered and
@@ -50,6 +71,8 @@ public final class PreferenceDatabase: Sendable {
         var lastCommit: Duration = .zero
         /// While the committing thread gathers: how many changes it waits for.
         var gatheringFor = 0
+        /// Transactions begun so far.
+        var transactions = 0
     }
 
     /// The file this table lives in.
@@ -59,11 +82,10 @@ public final class PreferenceDatabase: Sendable {
     /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
     private let groupCommit: Bool
-    private let state = Mutex(State())
-    private let flusher: DispatchQueue
-    /// Wakes the committing thread once the changes it gathers for are queued. (A semaphore,
-    /// whose timeout is on the monotonic clock: a wall clock set back cannot stretch a gather.)
-    private let gathered = DispatchSemaphore(value: 0)
+    /// The state, and the condition that the committing thread waits on while it gathers,
+    /// and ``close()`` while a drain runs.
+    private let state = Monitor(State())
+    private let run: Runner
 
     /// Opens the preference table `table` in the SQLite file at `path` and loads its values.
     ///
@@ -72,13 +94,15 @@ public final class PreferenceDatabase: Sendable {
     /// read: a file without the table reads as empty, and the connection is closed again.
     /// The first write opens it again, in WAL mode, and creates the table if needed.
     ///
-    /// - Parameter groupCommit: when false, every change gets a transaction of its own
-    ///   (for comparison in benchmarks).
-    public init(path: String, table: String, groupCommit: Bool = true, create: Bool) throws {
+    /// - Parameters:
+    ///   - groupCommit: when false, every change gets a transaction of its own (for
+    ///     comparison in benchmarks).
+    ///   - run: where commits run (see ``Runner``).
+    public init(path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner = threadPerDrain) throws {
         self.path = path
         self.table = table
         self.groupCommit = groupCommit
-        flusher = DispatchQueue(label: "accountd.preferences.\(table)")
+        self.run = run
         if !FileSystem.exists(path) {
             guard create else { throw Self.missing(path) }
             try FileSystem.createExclusive(path)
@@ -157,6 +181,10 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.values[namespace].map { Array($0.keys) } ?? [] }.sorted()
     }
 
+    /// How many transactions were begun since the database was opened, committed or failed:
+    /// with group commit, fewer than the changes when writers overlap.
+    var transactions: Int { state.withLock { $0.transactions } }
+
     /// The database was closed (its account is being migrated or restored); open it again and retry.
     public struct Closed: Error {}
 
@@ -181,8 +209,8 @@ public final class PreferenceDatabase: Sendable {
         let next = state.withLock { state -> Next in
             if state.closed { return .closed }
             state.queue.append(Pending(change: change, done: done))
-            if !state.draining {
-                state.draining = true
+            if state.drain == .idle {
+                state.drain = .scheduled
                 return .drain
             }
             guard state.gatheringFor > 0, state.queue.count >= state.gatheringFor else { return .none }
@@ -191,10 +219,20 @@ public final class PreferenceDatabase: Sendable {
         }
         switch next {
         case .closed: done(.failure(Closed()))
-        case .drain: flusher.async { self.drain() }
-        case .wake: gathered.signal()
+        case .drain: run { self.startDrain() }
+        case .wake: state.broadcast()
         case .none: break
         }
+    }
+
+    /// Runs the drain handed to the runner, unless ``close()`` took it over first.
+    private func startDrain() {
+        let mine = state.withLock { state in
+            guard state.drain == .scheduled else { return false }
+            state.drain = .running
+            return true
+        }
+        if mine { drain() }
     }
 
     /// Commits whatever is queued, batch after batch, until the queue is empty.
@@ -203,16 +241,20 @@ public final class PreferenceDatabase: Sendable {
             if groupCommit { gather() }
             let batch: [Pending] = state.withLock { state in
                 guard !state.queue.isEmpty else {
-                    state.draining = false
+                    state.drain = .idle
                     return []
                 }
+                state.transactions += 1
                 if groupCommit {
                     defer { state.queue.removeAll() }
                     return state.queue
                 }
                 return [state.queue.removeFirst()]
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                state.broadcast()  // to a close() waiting for the drain to end
+                return
+            }
             let started = ContinuousClock.now
             commit(batch)
             let took = ContinuousClock.now - started
@@ -229,23 +271,20 @@ public final class PreferenceDatabase: Sendable {
     /// at once would leave them to wait for a whole commit, and the writers would settle
     /// into two groups that take turns, each commit holding half of them. So, while fewer
     /// changes are queued than writers were active, this waits for them, for at most half
-    /// the last commit's time and never more than 1 ms; the writer that completes the count
-    /// wakes it at once. A lone writer never waits, and nothing is acknowledged before its
-    /// commit either way.
+    /// the last commit's time and never more than 1 ms (on the monotonic clock); the writer
+    /// that completes the count wakes it at once. A lone writer never waits, and nothing is
+    /// acknowledged before its commit either way.
     private func gather() {
         let (expected, lastCommit) = state.withLock { ($0.activeWriters, $0.lastCommit) }
         guard expected > 1 else { return }
-        let wait = min(lastCommit / 2, .milliseconds(1)).components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(wait.seconds) * 1_000_000_000 + Int(wait.attoseconds / 1_000_000_000))
-        // A signal left over from the last gather (its writer came just as that one gave up) is stale.
-        while gathered.wait(timeout: .now()) == .success {}
+        let deadline = ContinuousClock.now + min(lastCommit / 2, .milliseconds(1))
         let waiting = state.withLock { state in
             guard state.queue.count < expected else { return false }
             state.gatheringFor = expected
             return true
         }
         guard waiting else { return }
-        _ = gathered.wait(timeout: deadline)
+        state.wait(until: deadline) { $0.queue.count >= expected }
         state.withLock { $0.gatheringFor = 0 }
     }
 
@@ -284,16 +323,21 @@ public final class PreferenceDatabase: Sendable {
         for (pending, flag) in zip(batch, existed) { pending.done(.success(flag)) }
     }
 
-    /// Refuses new writes, waits for the queued ones to commit, then closes the connection
-    /// (checkpointing the WAL).
+    /// Refuses new writes, waits for the accepted ones to commit, then closes the connection
+    /// (checkpointing the WAL). Blocking: call it on a thread that may wait for disk.
+    ///
+    /// A drain that was handed to the runner but has not started runs here, on the caller's
+    /// thread: close never waits for a runner's thread, so callers on a busy pool cannot
+    /// wait on one another, and a runner that dropped the work loses no write.
     public func close() {
-        state.withLock { $0.closed = true }
-        // A write accepted just before may not have scheduled its drain yet: wait until
-        // whatever was accepted has been committed.
-        while state.withLock({ $0.draining }) {
-            flusher.sync {}
-            if state.withLock({ $0.draining }) { usleep(100) }
+        let takeOver = state.withLock { state in
+            state.closed = true
+            guard state.drain == .scheduled else { return false }
+            state.drain = .running
+            return true
         }
+        if takeOver { drain() }
+        state.wait { $0.drain == .idle }
         guard let database = connection.withLock({ $0 }) else { return }
         try? database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try? database.close()

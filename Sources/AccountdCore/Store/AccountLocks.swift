@@ -42,6 +42,8 @@ final class AccountLocks: Sendable {
         /// The held accounts, each with its waiters, first come first.
         var held: [AccountName: [Waiter]] = [:]
         var lastID: UInt64 = 0
+        /// How many waiters were ever queued (for tests).
+        var queued = 0
 
         /// Takes the account if it is free.
         mutating func take(_ account: AccountName) -> Bool {
@@ -58,6 +60,7 @@ final class AccountLocks: Sendable {
 
         mutating func enqueue(_ account: AccountName, _ id: UInt64, _ wake: Wake) {
             held[account, default: []].append(Waiter(id: id, wake: wake))
+            queued += 1
         }
     }
 
@@ -148,6 +151,12 @@ final class AccountLocks: Sendable {
         guard let removed else { return false }
         if case .task(let continuation) = removed.wake { continuation.resume(throwing: error) }
         return true
+    }
+
+    /// How many waiters were ever queued, for any account: it only grows, so a test can
+    /// tell that a waiter has queued even if it has left since (for tests).
+    var queuedSoFar: Int {
+        state.withLock { $0.queued }
     }
 
     /// How many wait for `account` (for tests).

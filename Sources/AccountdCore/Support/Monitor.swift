@@ -11,7 +11,7 @@ import Darwin
 /// gathering writers for a commit, a synchronous caller queued for an account): they
 /// sleep until woken, never in a poll loop. Deadlines are on the monotonic clock, so a
 /// wall clock set back cannot stretch a wait. Never wait on an event loop or in a task.
-final class Monitor<Value>: @unchecked Sendable {
+final class Monitor<Value: Sendable>: @unchecked Sendable {
     // @unchecked: `value` is read and written only while `mutex` is held.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

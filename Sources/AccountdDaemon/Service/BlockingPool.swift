@@ -20,6 +20,15 @@ final class BlockingPool: Sendable {
         try await pool.runIfActive(body)
     }
 
+    /// Hands `work` to a pool thread and returns at once; for work whose caller does not
+    /// wait for it (a preference table's commits: see ``PreferenceDatabase/Runner``). Work
+    /// handed over while the pool shuts down is dropped.
+    func submit(_ work: @escaping @Sendable () -> Void) {
+        pool.submit { state in
+            if state == .active { work() }
+        }
+    }
+
     func shutdown() async throws {
         try await pool.shutdownGracefully()
     }

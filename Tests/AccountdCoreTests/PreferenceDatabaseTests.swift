@@ -1,0 +1,94 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+@testable import AccountdCore
+
+/// The preference table's group commit: writers share transactions, every accepted write
+/// is committed before ``PreferenceDatabase/close()`` returns, and commits run where the
+/// owner says.
+@Suite struct PreferenceDatabaseTests {
+    /// Counts the completions, successful and failed, from whichever thread calls them.
+    final class Completions: Sendable {
+        private let counts = Mutex((committed: 0, closed: 0, failed: 0))
+        func record(_ result: Result<Bool, any Error>) {
+            counts.withLock { counts in
+                switch result {
+                case .success: counts.committed += 1
+                case .failure(let error) where error is PreferenceDatabase.Closed: counts.closed += 1
+                case .failure: counts.failed += 1
+                }
+            }
+        }
+        var current: (committed: Int, closed: Int, failed: Int) { counts.withLock { $0 } }
+    }
+
+    static func set(_ index: Int) -> PreferenceDatabase.Change {
+        .set(namespace: "ui", key: "k\(index)", value: .string("v\(index)"))
+    }
+
+    /// The rows of the table in the file, read with a connection of its own.
+    static func rows(_ path: String) throws -> Int {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM prefs") ?? 0 }
+    }
+
+    /// 16 writers, 20 Sets each, each waiting for its commit before the next: with group
+    /// commit they share transactions; without it each Set has its own.
+    @Test(arguments: [true, false]) func concurrentWritersShareTransactions(groupCommit: Bool) async throws {
+        let dir = TestDirectory()
+        let database = try PreferenceDatabase(path: dir.sub("device.sqlite"), table: "prefs", groupCommit: groupCommit, create: true)
+        try await withThrowingDiscardingTaskGroup { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    for step in 0..<20 { _ = try await database.apply(Self.set(writer * 20 + step)) }
+                }
+            }
+        }
+        if groupCommit {
+            #expect(database.transactions < 320)
+        } else {
+            #expect(database.transactions == 320)
+        }
+        #expect(database.keys("ui").count == 320)
+        database.close()
+        #expect(try Self.rows(dir.sub("device.sqlite")) == 320)
+    }
+
+    /// Writes are accepted as fast as a loop can hand them over, and close() follows at
+    /// once: when it returns, every accepted write has been told it is committed and is in
+    /// the file; a write after it is refused with `Closed`.
+    @Test func closeReturnsOnlyOnceEveryAcceptedWriteIsCommitted() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("device.sqlite")
+        let database = try PreferenceDatabase(path: path, table: "prefs", create: true)
+        let completions = Completions()
+        for index in 0..<500 { database.apply(Self.set(index), then: completions.record) }
+        database.close()
+        #expect(completions.current == (committed: 500, closed: 0, failed: 0))
+        database.apply(Self.set(500), then: completions.record)
+        #expect(completions.current == (committed: 500, closed: 1, failed: 0))
+        #expect(try Self.rows(path) == 500)
+    }
+
+    /// A runner that drops the work (a pool shutting down) loses no write: close() commits
+    /// what was accepted itself.
+    @Test func closeCommitsWhatARunnerDropped() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("device.sqlite")
+        let handed = Atomic(0)
+        let database = try PreferenceDatabase(
+            path: path, table: "prefs", create: true, run: { _ in handed.add(1, ordering: .relaxed) })
+        let completions = Completions()
+        for index in 0..<10 { database.apply(Self.set(index), then: completions.record) }
+        #expect(handed.load(ordering: .relaxed) == 1)  // one drain at a time
+        #expect(completions.current == (committed: 0, closed: 0, failed: 0))
+        database.close()
+        #expect(completions.current == (committed: 10, closed: 0, failed: 0))
+        #expect(try Self.rows(path) == 10)
+    }
+}

@@ -75,6 +75,7 @@ if want 1; then
 echo
 echo "== 1. Ping and Status, requests per second (closed loop, one request in flight per client)"
 for clients in 1 50; do
+    plural=s; [ $clients -gt 1 ] || plural=""
     for _ in $(rounds); do
         redis=$(LOADGEN_CRLF=1 "$work/loadgen" "$work/redis.sock" $clients "$SECONDS_PER_RUN" 1 PING)
         r=$(echo "$redis" | field rps)
@@ -84,8 +85,8 @@ for clients in 1 50; do
             p=$(echo "$ping" | field rps); s=$(echo "$status" | field rps)
             printf '%s%2d clients: redis PING %8.0f/s | accountd Ping %8.0f/s (%.2fx) | Status %8.0f/s (%.2fx)\n' \
                 "$(tag "$b")" $clients "$r" "$p" "$(echo "$p / $r" | bc -l)" "$s" "$(echo "$s / $r" | bc -l)"
-            figure "$b" "Ping, $clients clients (/s)" "$p"
-            figure "$b" "Status, $clients clients (/s)" "$s"
+            figure "$b" "Ping, $clients client$plural (/s)" "$p"
+            figure "$b" "Status, $clients client$plural (/s)" "$s"
         done
     done
 done

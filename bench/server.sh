@@ -11,8 +11,9 @@
 #
 # ACCOUNTD_BASELINE=DIR (a folder holding another build's accountd and accountctl) also
 # measures that build, the baseline, beside this tree's release build: every measurement
-# of accountd runs on both, one right after the other, BENCH_ROUNDS times (default 3), and
-# a last table gives each figure's median per build and the ratio current / baseline.
+# of accountd runs on both, one right after the other (baseline first in odd rounds, current
+# first in even ones), BENCH_ROUNDS times (default 3), and a last table gives each figure's
+# median per build and the ratio current / baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-5}
@@ -41,7 +42,7 @@ trap cleanup EXIT
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(redis-server --version | cut -d' ' -f3); sqlite $(sqlite3 --version | cut -d' ' -f1)"
 if [ ${#builds[@]} -gt 1 ]; then
-    echo "builds: baseline ${BIN[baseline]}, current ${BIN[current]}; $ROUNDS rounds, each measuring baseline then current"
+    echo "builds: baseline ${BIN[baseline]}, current ${BIN[current]}; $ROUNDS rounds, baseline first in odd rounds and current first in even ones"
 fi
 
 start_daemon() {  # start_daemon BUILD NAME [extra config lines]: BUILD's accountd in $work/NAME
@@ -62,6 +63,9 @@ tag() { if [ ${#builds[@]} -gt 1 ]; then printf '[%s] ' "$1"; fi; }
 # figure BUILD NAME VALUE: one measurement, for the last table (printed when there are two builds).
 figure() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$work/figures"; }
 rounds() { seq "$ROUNDS"; }
+# in_turn N: the builds in the order in which round N measures them; the order flips every
+# round, so that neither build always runs right after the other.
+in_turn() { if [ $(($1 % 2)) -eq 1 ]; then printf '%s\n' "${builds[@]}"; else printf '%s\n' "${builds[@]}" | tac; fi; }
 
 # Redis on a Unix socket in the work folder, nothing on TCP.
 redis-server --port 0 --unixsocket "$work/redis.sock" --save '' --appendonly no --daemonize no >/dev/null &
@@ -76,10 +80,10 @@ echo
 echo "== 1. Ping and Status, requests per second (closed loop, one request in flight per client)"
 for clients in 1 50; do
     plural=s; [ $clients -gt 1 ] || plural=""
-    for _ in $(rounds); do
+    for round in $(rounds); do
         redis=$(LOADGEN_CRLF=1 "$work/loadgen" "$work/redis.sock" $clients "$SECONDS_PER_RUN" 1 PING)
         r=$(echo "$redis" | field rps)
-        for b in "${builds[@]}"; do
+        for b in $(in_turn "$round"); do
             ping=$("$work/loadgen" "$work/main-$b/sock" $clients "$SECONDS_PER_RUN" 1 ping)
             status=$("$work/loadgen" "$work/main-$b/sock" $clients "$SECONDS_PER_RUN" 1 status)
             p=$(echo "$ping" | field rps); s=$(echo "$status" | field rps)
@@ -97,8 +101,8 @@ if want 2; then
 echo
 echo "== 2. Switch between two up-to-date accounts"
 for b in "${builds[@]}"; do "$work/loadgen" "$work/main-$b/sock" 1 1 1 "switch alice" "switch bob" >/dev/null; done
-for _ in $(rounds); do
-    for b in "${builds[@]}"; do
+for round in $(rounds); do
+    for b in $(in_turn "$round"); do
         switch=$("$work/loadgen" "$work/main-$b/sock" 1 "$SECONDS_PER_RUN" 1 "switch alice" "switch bob")
         echo "$(tag "$b")switch round trip: p50 $(echo "$switch" | field p50_ms) ms, p99 $(echo "$switch" | field p99_ms) ms ($(echo "$switch" | field requests) switches)"
         figure "$b" "Switch p50 (ms)" "$(echo "$switch" | field p50_ms)"
@@ -158,7 +162,7 @@ for run in 1 2 3; do
     t0=$(now); sqlite3 -json "$work/bigroot-current/accounts/big.sqlite" 'SELECT * FROM item' > "$work/shell.json"; t1=$(now)
     s=$(echo "$t1 - $t0" | bc -l); best[shell]=$(min "$s" "${best[shell]}")
     line=$(printf 'run %d: sqlite3 -json %.2f s' $run "$s")
-    for b in "${builds[@]}"; do
+    for b in $(in_turn "$run"); do
         t1=$(now); "${BIN[$b]}/accountctl" --socket "$work/big-$b.sock" export big --format jsonl -o "$work/export-$b.jsonl" 2>/dev/null; t2=$(now)
         o=$(echo "$t2 - $t1" | bc -l); best[$b]=$(min "$o" "${best[$b]}")
         line+=$(printf ' | %saccountctl export jsonl %.2f s' "$(tag "$b")" "$o")
@@ -199,8 +203,8 @@ measure() {  # measure TAG REQUEST...: group commit and one transaction per Set,
     declare -gA grouped single
     declare -A g s
     for i in $(seq "$REPEATS"); do
-        for b in "${builds[@]}"; do extra=""; g[$b]+="$(sets "$b" "$tag-$b-g$i" "$@")"$'\n'; done
-        for b in "${builds[@]}"; do extra="preferences: { groupCommit: false }"; s[$b]+="$(sets "$b" "$tag-$b-s$i" "$@")"$'\n'; done
+        for b in $(in_turn "$i"); do extra=""; g[$b]+="$(sets "$b" "$tag-$b-g$i" "$@")"$'\n'; done
+        for b in $(in_turn "$i"); do extra="preferences: { groupCommit: false }"; s[$b]+="$(sets "$b" "$tag-$b-s$i" "$@")"$'\n'; done
     done
     for b in "${builds[@]}"; do grouped[$b]=$(median_of "${g[$b]}"); single[$b]=$(median_of "${s[$b]}"); done
 }
@@ -260,10 +264,10 @@ for b in "${builds[@]}"; do
     start_daemon "$b" "reads-$b"
     "$work/loadgen" "$work/reads-$b/sock" 1 1 1 "switch alice" 'set user theme "dark"' >/dev/null
 done
-for _ in $(rounds); do
+for round in $(rounds); do
     redis=$(LOADGEN_CRLF=1 "$work/loadgen" "$work/redis.sock" 50 "$SECONDS_PER_RUN" 2 "GET theme")
     r=$(echo "$redis" | field rps)
-    for b in "${builds[@]}"; do
+    for b in $(in_turn "$round"); do
         ours=$("$work/loadgen" "$work/reads-$b/sock" 50 "$SECONDS_PER_RUN" 1 "get user theme")
         a=$(echo "$ours" | field rps)
         printf '%sredis GET %.0f/s | accountd Get %.0f/s: %.2fx (target >= 0.5x); errors: %s\n' "$(tag "$b")" "$r" "$a" "$(echo "$a / $r" | bc -l)" "$(echo "$ours" | field errors)"

@@ -111,7 +111,9 @@ import Testing
         let daemon = try daemon(dir)
         let quoted = JSONValue.string(name).serialized()
         func request(_ method: String, _ parameters: String) -> String {
-            #"{"method":"io.accountd.\#(method)","parameters":{\#(parameters)}}"#
+            // Export streams only: without "more" the daemon would answer ExpectedMore first.
+            let more = method == "Export" ? #","more":true"# : ""
+            return #"{"method":"io.accountd.\#(method)","parameters":{\#(parameters)}\#(more)}"#
         }
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
         // Each call, and the request whose reply from the daemon it must throw.

@@ -34,8 +34,9 @@ final class FuzzDaemon {
         let store = AccountStore(root: root, bundle: fixtures.bundle, options: options)
         pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
         let hub = EventHub()
-        preferences = try PreferenceService(declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true)
-        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
+        let metrics = DaemonMetrics()
+        preferences = try PreferenceService(declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true, metrics: metrics)
+        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
             services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 2)
     }

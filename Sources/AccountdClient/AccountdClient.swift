@@ -232,7 +232,16 @@ public actor AccountdClient {
 
     /// Sends a request that gets one reply and decodes it as `Model`.
     func call<Model: ReplyModel>(_ method: Method, _ parameters: [(String, JSONValue)] = [], as: Model.Type) async throws(AccountdClientError) -> Model {
-        try await begin(Request(method: method, parameters: Parameters(parameters)))
+        try await call(Request(method: method, parameters: Parameters(parameters)), as: Model.self)
+    }
+
+    /// Sends `command`, which gets one reply, and decodes the reply as `Model`.
+    func call<Model: ReplyModel>(_ command: Command, as: Model.Type) async throws(AccountdClientError) -> Model {
+        try await call(command.request(), as: Model.self)
+    }
+
+    private func call<Model: ReplyModel>(_ request: Request, as: Model.Type) async throws(AccountdClientError) -> Model {
+        try await begin(request)
         defer { finish() }
         let line = try await nextLine()
         let reply = try reply(line)

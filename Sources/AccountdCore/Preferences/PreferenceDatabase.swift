@@ -4,6 +4,10 @@ import Foundation
 import GRDB
 import Synchronization
 
+/// Told of every commit of a ``PreferenceDatabase``, on the committing thread: how many
+/// changes it held, how long it took, and whether it failed. It must return at once.
+public typealias PreferenceCommitObserver = @Sendable (_ changes: Int, _ duration: Duration, _ failed: Bool) -> Void
+
 /// A preference table in one SQLite file, with durable group commit.
 ///
 /// Every `set` and `delete` is answered only after the transaction holding it has
@@ -59,6 +63,7 @@ public final class PreferenceDatabase: Sendable {
     /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
     private let groupCommit: Bool
+    private let observer: PreferenceCommitObserver?
     private let state = Mutex(State())
     private let flusher: DispatchQueue
     /// Wakes the committing thread once the changes it gathers for are queued. (A semaphore,
@@ -72,12 +77,17 @@ public final class PreferenceDatabase: Sendable {
     /// read: a file without the table reads as empty, and the connection is closed again.
     /// The first write opens it again, in WAL mode, and creates the table if needed.
     ///
-    /// - Parameter groupCommit: when false, every change gets a transaction of its own
-    ///   (for comparison in benchmarks).
-    public init(path: String, table: String, groupCommit: Bool = true, create: Bool) throws {
+    /// - Parameters:
+    ///   - groupCommit: when false, every change gets a transaction of its own
+    ///     (for comparison in benchmarks).
+    ///   - observer: told of each commit (the daemon's metrics).
+    public init(
+        path: String, table: String, groupCommit: Bool = true, create: Bool, observer: PreferenceCommitObserver? = nil
+    ) throws {
         self.path = path
         self.table = table
         self.groupCommit = groupCommit
+        self.observer = observer
         flusher = DispatchQueue(label: "accountd.preferences.\(table)")
         if !FileSystem.exists(path) {
             guard create else { throw Self.missing(path) }
@@ -214,8 +224,9 @@ public final class PreferenceDatabase: Sendable {
             }
             if batch.isEmpty { return }
             let started = ContinuousClock.now
-            commit(batch)
+            let committed = commit(batch)
             let took = ContinuousClock.now - started
+            observer?(batch.count, took, !committed)
             state.withLock { state in
                 state.activeWriters = batch.count + state.queue.count
                 state.lastCommit = took
@@ -249,7 +260,8 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.gatheringFor = 0 }
     }
 
-    private func commit(_ batch: [Pending]) {
+    /// Commits `batch` and answers its writers; false when the commit failed.
+    private func commit(_ batch: [Pending]) -> Bool {
         let now = Timestamp.now()
         var existed: [Bool] = []
         do {
@@ -271,7 +283,7 @@ public final class PreferenceDatabase: Sendable {
             let failure = AccountdError(
                 .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", file: path)
             for pending in batch { pending.done(.failure(failure)) }
-            return
+            return false
         }
         state.withLock { state in
             for pending in batch {
@@ -282,6 +294,7 @@ public final class PreferenceDatabase: Sendable {
             }
         }
         for (pending, flag) in zip(batch, existed) { pending.done(.success(flag)) }
+        return true
     }
 
     /// Refuses new writes, waits for the queued ones to commit, then closes the connection

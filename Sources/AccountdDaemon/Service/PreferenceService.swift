@@ -28,20 +28,25 @@ final class PreferenceService: Sendable {
     private let root: DataRoot
     private let hub: EventHub
     private let groupCommit: Bool
+    private let metrics: DaemonMetrics
     private let device: PreferenceDatabase?
     /// The `memory` namespaces' values.
     let memory = MemoryPreferences()
     private let accounts = Mutex<[AccountName: OpenAccount]>([:])
     private let clock = Atomic<UInt64>(0)
 
-    init(declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool) throws {
+    /// - Parameter metrics: where the tables' commits are counted.
+    init(declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, metrics: DaemonMetrics) throws {
         namespaces = Dictionary(declarations.map { ($0.name, $0.scope) }, uniquingKeysWith: { a, _ in a })
         self.root = root
         self.hub = hub
         self.groupCommit = groupCommit
+        self.metrics = metrics
         device =
             declarations.contains { $0.scope == .device }
-            ? try PreferenceDatabase(path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true) : nil
+            ? try PreferenceDatabase(
+                path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true,
+                observer: metrics.commitObserver(scope: "device")) : nil
     }
 
     /// The scope of `namespace`, or `NamespaceNotFound`.
@@ -108,7 +113,8 @@ final class PreferenceService: Sendable {
             return checked
         }
         let database = try PreferenceDatabase(
-            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false)
+            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false,
+            observer: metrics.commitObserver(scope: "account"))
         var evicted: [PreferenceDatabase] = []
         let winner = accounts.withLock { entries -> PreferenceDatabase in
             if let raced = entries[account] { return raced.database }

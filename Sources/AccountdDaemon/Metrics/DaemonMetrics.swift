@@ -76,9 +76,9 @@ final class DaemonMetrics: Sendable {
         self.factory = factory
         // Present from the start, at zero, so that a scrape shows them before anything happened.
         for name in [Name.migrations, Name.migrationSteps, Name.migrationFailures, Name.connectionsAccepted, Name.connectionsRefused] {
-            _ = Counter(label: name, factory: factory)
+            _ = CoreMetrics.Counter(label: name, factory: factory)
         }
-        Gauge(label: Name.connectionsOpen, factory: factory).record(0)
+        CoreMetrics.Gauge(label: Name.connectionsOpen, factory: factory).record(0)
     }
 
     /// Hands this registry's factory to `MetricsSystem`, the first time it is called in the
@@ -91,12 +91,12 @@ final class DaemonMetrics: Sendable {
     /// The registry as Prometheus text, after setting the gauges computed on demand:
     /// `active` (nil for none) and how many `accounts` are on disk.
     func text(active: AccountName?, accounts: Int) -> String {
-        Gauge(label: Name.accounts, factory: factory).record(accounts)
+        CoreMetrics.Gauge(label: Name.accounts, factory: factory).record(accounts)
         let name = active?.rawValue
         shownActive.withLock { shown in
             guard shown != name else { return }
-            if let shown { Gauge(label: Name.activeAccount, dimensions: [("account", shown)], factory: factory).destroy() }
-            if let name { Gauge(label: Name.activeAccount, dimensions: [("account", name)], factory: factory).record(1) }
+            if let shown { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", shown)], factory: factory).destroy() }
+            if let name { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", name)], factory: factory).record(1) }
             shown = name
         }
         return registry.emitToString()
@@ -113,7 +113,7 @@ final class DaemonMetrics: Sendable {
     /// the client left before its replies were written.
     func request(_ method: Method?, outcome: String, since start: ContinuousClock.Instant) {
         let label = method?.rawValue ?? "unknown"
-        Counter(label: Name.requests, dimensions: [("method", label), ("outcome", outcome)], factory: factory).increment()
+        CoreMetrics.Counter(label: Name.requests, dimensions: [("method", label), ("outcome", outcome)], factory: factory).increment()
         CoreMetrics.Timer(label: Name.requestDuration, dimensions: [("method", label)], factory: factory)
             .recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start))
     }
@@ -122,8 +122,8 @@ final class DaemonMetrics: Sendable {
 
     /// A migration that committed: its steps and how long its transaction took.
     func migrated(steps: Int, milliseconds: Double?) {
-        Counter(label: Name.migrations, factory: factory).increment()
-        Counter(label: Name.migrationSteps, factory: factory).increment(by: steps)
+        CoreMetrics.Counter(label: Name.migrations, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.migrationSteps, factory: factory).increment(by: steps)
         if let milliseconds {
             CoreMetrics.Timer(label: Name.migrationDuration, factory: factory).recordNanoseconds(Int64(milliseconds * 1_000_000))
         }
@@ -131,12 +131,12 @@ final class DaemonMetrics: Sendable {
 
     /// A migration that began (a step was announced) and failed.
     func migrationFailed() {
-        Counter(label: Name.migrationFailures, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.migrationFailures, factory: factory).increment()
     }
 
     /// A snapshot taken, and why.
     func snapshot(_ reason: SnapshotReason) {
-        Counter(label: Name.snapshots, dimensions: [("reason", reason.rawValue)], factory: factory).increment()
+        CoreMetrics.Counter(label: Name.snapshots, dimensions: [("reason", reason.rawValue)], factory: factory).increment()
     }
 
     // MARK: - Group commit
@@ -145,10 +145,10 @@ final class DaemonMetrics: Sendable {
     func commitObserver(scope: String) -> PreferenceCommitObserver {
         let factory = factory
         return { changes, took, failed in
-            Recorder(label: Name.commitBatchSize, dimensions: [("scope", scope)], factory: factory).record(changes)
+            CoreMetrics.Recorder(label: Name.commitBatchSize, dimensions: [("scope", scope)], aggregate: true, factory: factory).record(changes)
             CoreMetrics.Timer(label: Name.commitDuration, dimensions: [("scope", scope)], factory: factory)
                 .recordNanoseconds(Self.nanoseconds(took))
-            if failed { Counter(label: Name.commitFailures, dimensions: [("scope", scope)], factory: factory).increment() }
+            if failed { CoreMetrics.Counter(label: Name.commitFailures, dimensions: [("scope", scope)], factory: factory).increment() }
         }
     }
 
@@ -156,18 +156,18 @@ final class DaemonMetrics: Sendable {
 
     /// A connection accepted (and served); `open` counts the connections open now.
     func connectionAccepted(open: Int) {
-        Counter(label: Name.connectionsAccepted, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.connectionsAccepted, factory: factory).increment()
         connections(open: open)
     }
 
     /// A connection refused because `limits.maxConnections` were open.
     func connectionRefused() {
-        Counter(label: Name.connectionsRefused, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.connectionsRefused, factory: factory).increment()
     }
 
     /// How many connections are open now.
     func connections(open: Int) {
-        Gauge(label: Name.connectionsOpen, factory: factory).record(open)
+        CoreMetrics.Gauge(label: Name.connectionsOpen, factory: factory).record(open)
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -8,7 +8,8 @@ import Testing
 /// requests: refused at admission, answered at once, or run in a task.
 @Suite struct DaemonMetricsTests {
     @Test func eachDaemonCountsInItsOwnRegistry() async throws {
-        let (first, second) = (TestDirectory(), TestDirectory())
+        let first = TestDirectory()
+        let second = TestDirectory()
         try await DaemonParts.with(dataRoot: first.path) { one in
             try await DaemonParts.with(dataRoot: second.path) { other in
                 for _ in 0..<2 { _ = try DispatcherTests.started(one, "ping") }

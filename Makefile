@@ -82,6 +82,9 @@ install: deps
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd.service.in > $(DESTDIR)$(UNITDIR)/accountd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd.service
 	install -m 0644 systemd/accountd.socket $(DESTDIR)$(UNITDIR)/accountd.socket
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd-metrics.service.in > $(DESTDIR)$(UNITDIR)/accountd-metrics.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-metrics.service
+	install -m 0644 systemd/accountd-metrics.timer $(DESTDIR)$(UNITDIR)/accountd-metrics.timer
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml

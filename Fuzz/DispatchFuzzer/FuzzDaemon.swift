@@ -34,8 +34,10 @@ final class FuzzDaemon {
         let store = AccountStore(root: root, bundle: fixtures.bundle, options: options)
         pool = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
         let hub = EventHub()
-        preferences = try PreferenceService(declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool)
-        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
+        let metrics = DaemonMetrics()
+        preferences = try PreferenceService(
+            declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool, metrics: metrics)
+        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
             services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 2)
     }

@@ -15,6 +15,14 @@ extension AccountdClient {
         _ = try await call(.ping, as: EmptyReply.self)
     }
 
+    /// The daemon's metrics, in Prometheus text format: what a Prometheus server scrapes
+    /// and what node_exporter's textfile collector reads, as it is.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func metrics() async throws -> String {
+        try await call(Command.metrics, as: MetricsReply.self).text
+    }
+
     /// The active account, the daemon's state and the versions.
     ///
     /// - Throws: ``AccountdClientError``.

@@ -41,10 +41,13 @@ public enum Daemon {
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
+        // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
+        let metrics = DaemonMetrics()
+        metrics.bootstrapProcess()
         let preferences = try PreferenceService(
-            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool)
+            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
         defer { preferences.closeAll() }
-        let services = Services(stores: stores, preferences: preferences, pool: pool, hub: hub, logger: logger)
+        let services = Services(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
         let switching = services.switching
         let systemd = SystemdStatus(active: { switching.active })
         hub.listen(systemd.handle)

@@ -17,6 +17,7 @@ public enum Method: String, CaseIterable, Sendable {
     case delete = "Delete"
     case keys = "Keys"
     case watch = "Watch"
+    case metrics = "Metrics"
 
     /// The interface every method belongs to.
     public static let interface = "io.accountd"
@@ -38,7 +39,7 @@ public enum Method: String, CaseIterable, Sendable {
     public var requiresAdmin: Bool {
         switch self {
         case .switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete: true
-        case .info, .ping, .status, .list, .get, .keys, .watch: false
+        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics: false
         }
     }
 
@@ -53,7 +54,7 @@ public enum Method: String, CaseIterable, Sendable {
     /// The parameters a request may carry, for validation.
     public var parameterNames: Set<String> {
         switch self {
-        case .info, .ping, .watch: []
+        case .info, .ping, .watch, .metrics: []
         case .status: ["account"]
         case .list: ["details"]
         case .switchAccount: ["account", "create"]

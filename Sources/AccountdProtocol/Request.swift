@@ -93,7 +93,7 @@ public struct Request: Sendable {
             for (name, value) in zip(names, words) { pairs.append((name, .string(value))) }
         }
         switch method {
-        case .info, .ping, .watch: try positional([])
+        case .info, .ping, .watch, .metrics: try positional([])
         case .status, .verify, .snapshots: try positional(["account"])
         case .switchAccount: try positional(["account"])
         case .export: try positional(["account", "format"])

@@ -24,7 +24,7 @@ struct AccountCtl: AsyncParsableCommand {
             VerifyCommand.self, MigrateCommand.self, SnapshotsCommand.self, SnapshotCommand.self, RestoreCommand.self,
             RemoveCommand.self,
             GetCommand.self, SetCommand.self, DeleteCommand.self, KeysCommand.self,
-            WatchCommand.self, InfoCommand.self, PingCommand.self, DefaultCommand.self,
+            WatchCommand.self, InfoCommand.self, PingCommand.self, MetricsCommand.self, DefaultCommand.self,
         ],
         defaultSubcommand: DefaultCommand.self)
 

@@ -9,6 +9,8 @@ import Logging
 /// preference service, the blocking pool, the services and the dispatcher.
 final class DaemonParts: Sendable {
     let hub = EventHub()
+    /// These parts' own metrics registry (never the process-wide one).
+    let metrics = DaemonMetrics()
     let dispatcher: Dispatcher
     private let pool = BlockingPool(threads: 2)
     private let preferences: PreferenceService
@@ -17,9 +19,9 @@ final class DaemonParts: Sendable {
     init(dataRoot path: String, namespaces: [NamespaceDeclaration] = []) throws {
         let root = try DataRoot(path)
         let store = AccountStore(root: root, bundle: try SchemaBundle.load(from: Repository.sampleBundle), options: AccountStore.Options())
-        preferences = try PreferenceService(declarations: namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool)
+        preferences = try PreferenceService(declarations: namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool, metrics: metrics)
         let logger = Logger(label: "test")
-        let services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, logger: logger)
+        let services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
             services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 1)
     }

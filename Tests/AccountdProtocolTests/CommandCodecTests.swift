@@ -19,7 +19,7 @@ struct CommandCodecTests {
 
     /// At least one of each case, with every parameter both at its default and not.
     static let commands: [Command] = [
-        .info, .ping, .watch,
+        .info, .ping, .watch, .metrics,
         .status(account: nil), .status(account: alice),
         .list(details: false), .list(details: true),
         .switchAccount(account: alice, create: true), .switchAccount(account: bob, create: false),
@@ -75,7 +75,7 @@ struct CommandCodecTests {
     }
 
     @Test("The inline form decodes to the command", arguments: [
-        ("info", Command.info), ("PING", .ping), ("watch", .watch),
+        ("info", Command.info), ("PING", .ping), ("watch", .watch), ("metrics", .metrics),
         ("status", .status(account: nil)), ("status alice", .status(account: alice)),
         ("list", .list(details: false)), ("list details", .list(details: true)),
         ("switch alice", .switchAccount(account: alice, create: true)),

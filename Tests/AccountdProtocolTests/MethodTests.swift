@@ -12,7 +12,7 @@ struct MethodTests {
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
             "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
-            "Get", "Set", "Delete", "Keys", "Watch",
+            "Get", "Set", "Delete", "Keys", "Watch", "Metrics",
         ])
     }
 

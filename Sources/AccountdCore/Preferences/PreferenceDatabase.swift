@@ -3,6 +3,10 @@ import Foundation
 import GRDB
 import Synchronization
 
+/// Told of every commit of a ``PreferenceDatabase``, on the committing thread: how many
+/// changes it held, how long it took, and whether it failed. It must return at once.
+public typealias PreferenceCommitObserver = @Sendable (_ changes: Int, _ duration: Duration, _ failed: Bool) -> Void
+
 /// A preference table in one SQLite file, with durable group commit.
 ///
 /// Every `set` and `delete` is answered only after the transaction holding it has
@@ -82,6 +86,7 @@ public final class PreferenceDatabase: Sendable {
     /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
     private let groupCommit: Bool
+    private let observer: PreferenceCommitObserver?
     /// The state, and the condition that the committing thread waits on while it gathers,
     /// and ``close()`` while a drain runs.
     private let state = Monitor(State())
@@ -98,11 +103,16 @@ public final class PreferenceDatabase: Sendable {
     ///   - groupCommit: when false, every change gets a transaction of its own (for
     ///     comparison in benchmarks).
     ///   - run: where commits run (see ``Runner``).
-    public init(path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner = threadPerDrain) throws {
+    ///   - observer: told of each commit (the daemon's metrics).
+    public init(
+        path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner = threadPerDrain,
+        observer: PreferenceCommitObserver? = nil
+    ) throws {
         self.path = path
         self.table = table
         self.groupCommit = groupCommit
         self.run = run
+        self.observer = observer
         if !FileSystem.exists(path) {
             guard create else { throw Self.missing(path) }
             try FileSystem.createExclusive(path)
@@ -256,8 +266,9 @@ public final class PreferenceDatabase: Sendable {
                 return
             }
             let started = ContinuousClock.now
-            commit(batch)
+            let committed = commit(batch)
             let took = ContinuousClock.now - started
+            observer?(batch.count, took, !committed)
             state.withLock { state in
                 state.activeWriters = batch.count + state.queue.count
                 state.lastCommit = took
@@ -288,7 +299,8 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.gatheringFor = 0 }
     }
 
-    private func commit(_ batch: [Pending]) {
+    /// Commits `batch` and answers its writers; false when the commit failed.
+    private func commit(_ batch: [Pending]) -> Bool {
         let now = Timestamp.now()
         var existed: [Bool] = []
         do {
@@ -310,7 +322,7 @@ public final class PreferenceDatabase: Sendable {
             let failure = AccountdError(
                 .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", file: path)
             for pending in batch { pending.done(.failure(failure)) }
-            return
+            return false
         }
         state.withLock { state in
             for pending in batch {
@@ -321,6 +333,7 @@ public final class PreferenceDatabase: Sendable {
             }
         }
         for (pending, flag) in zip(batch, existed) { pending.done(.success(flag)) }
+        return true
     }
 
     /// Refuses new writes, waits for the accepted ones to commit, then closes the connection

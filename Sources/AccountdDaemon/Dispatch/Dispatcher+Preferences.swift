@@ -50,7 +50,7 @@ extension Dispatcher {
                 committed(.answered(try dispatcher.changed(place, change, existed: result.get())))
             } catch is PreferenceDatabase.Closed where place.account != nil {
                 // The retry is for this account, even if another is active by then.
-                committed(.retry(Call(command: call.command.naming(place.account), more: call.more)))
+                committed(.retry(Call(command: call.command.naming(place.account), more: call.more, received: call.received)))
             } catch {
                 committed(.answered(dispatcher.reply(for: error, method: call.command.method)))
             }

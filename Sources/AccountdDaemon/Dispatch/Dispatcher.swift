@@ -14,7 +14,9 @@ import Logging
 ///    lock, SQLite or the disk.
 ///
 /// Each step turns every failure into an error reply through ``reply(for:method:)``, the
-/// one funnel to wire names; the connection only writes what comes out.
+/// one funnel to wire names; the connection only writes what comes out. Each request is
+/// counted once, with its outcome and latency, where its last reply is made
+/// (``DaemonMetrics/request(_:error:since:)``).
 struct Dispatcher: Sendable {
     let services: Services
     let policy: Reloadable<AccessPolicy>
@@ -26,6 +28,8 @@ struct Dispatcher: Sendable {
     struct Call: Sendable {
         var command: Command
         var more: Bool
+        /// When its line was admitted: the start of its latency.
+        var received = ContinuousClock.now
     }
 
     /// What ``admit(_:peer:)`` made of a line.
@@ -61,6 +65,7 @@ struct Dispatcher: Sendable {
 
     /// Decodes one request line, checks the peer's access and the request's parameters.
     func admit(_ line: [UInt8], peer: PeerCredentials) -> Admission {
+        let received = ContinuousClock.now
         var method: Method?
         do {
             guard let request = try Request.decode(line) else { return .blank }
@@ -71,9 +76,11 @@ struct Dispatcher: Sendable {
                     .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
                     facts: [("method", .string(request.method.qualifiedName))])
             }
-            return .admitted(Call(command: try Command(request), more: request.more))
+            return .admitted(Call(command: try Command(request), more: request.more, received: received))
         } catch {
-            return .refused(reply(for: error, method: method))
+            let refusal = reply(for: error, method: method)
+            services.metrics.request(method, error: refusal.error, since: received)
+            return .refused(refusal)
         }
     }
 
@@ -82,6 +89,19 @@ struct Dispatcher: Sendable {
     /// `committed` is called on the committing thread once a change handed to its group
     /// commit is durably committed or has failed (see ``Committed``).
     func start(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
+        let start = startUncounted(call) { [metrics = services.metrics] outcome in
+            if case .answered(let reply) = outcome { metrics.request(call.command.method, error: reply.error, since: call.received) }
+            committed(outcome)
+        }
+        switch start {
+        case .answered(let reply): services.metrics.request(call.command.method, error: reply.error, since: call.received)
+        case .watch: services.metrics.request(.watch, error: nil, since: call.received)
+        case .committing, .task: break
+        }
+        return start
+    }
+
+    private func startUncounted(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
         do {
             switch call.command {
             case .ping: return .answered(Reply())
@@ -105,12 +125,17 @@ struct Dispatcher: Sendable {
     ///
     /// - Throws: ``ClientGone`` only: every other failure becomes an error reply.
     func run(_ call: Call, writer: ReplyWriter) async throws(ClientGone) {
+        let (method, metrics) = (call.command.method, services.metrics)
         do {
             try await perform(call, writer: writer)
+            metrics.request(method, error: nil, since: call.received)
         } catch let error as ClientGone {
+            metrics.request(method, outcome: "ClientGone", since: call.received)
             throw error
         } catch {
-            try await writer.send(reply(for: error, method: call.command.method))
+            let failure = reply(for: error, method: method)
+            metrics.request(method, error: failure.error, since: call.received)
+            try await writer.send(failure)
         }
     }
 
@@ -159,6 +184,9 @@ struct Dispatcher: Sendable {
             try await writer.send(try await read(call.command))
         case .set, .delete:
             try await writer.send(try await change(call.command))
+        case .metrics:
+            let services = services
+            try await writer.send(Reply(MetricsReply(text: try await services.pool.run { services.metricsText() })))
         case .watch:
             throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }

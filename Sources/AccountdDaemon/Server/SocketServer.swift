@@ -35,7 +35,7 @@ struct SocketServer: Service {
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
         let idleTimeout = idleTimeout
-        let counter = ConnectionCounter(limit: maximumConnections)
+        let counter = ConnectionCounter(limit: maximumConnections, metrics: dispatcher.services.metrics)
         let (dispatcher, hub, maximumRequestBytes, logger) = (dispatcher, hub, maximumRequestBytes, logger)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             guard let provider = channel as? SocketOptionProvider else {

@@ -13,6 +13,7 @@ struct MaintenanceService: Sendable {
     let switching: SwitchService
     let preferences: PreferenceService
     let pool: BlockingPool
+    let metrics: DaemonMetrics
     let logger: Logger
 
     func verify(_ account: AccountName) async throws -> VerifyReport {
@@ -40,6 +41,7 @@ struct MaintenanceService: Sendable {
     func snapshot(_ account: AccountName, label: SnapshotLabel) async throws -> SnapshotInfo {
         let store = stores.current
         let taken = try await store.withHold(account) { hold in try await pool.run { try store.takeSnapshot(account, label: label, holding: hold) } }
+        metrics.snapshot(.request)
         logger.notice(
             "account \(account): snapshot \(taken.name) taken on request (version \(taken.version), \(taken.sizeBytes) bytes)",
             metadata: ["account": "\(account)"])
@@ -64,6 +66,7 @@ struct MaintenanceService: Sendable {
                 return try store.restore(account, snapshot: snapshot, holding: hold)
             }
         }
+        if saved != nil { metrics.snapshot(.restore) }
         let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace (it had been removed)"
         logger.notice(
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
@@ -95,6 +98,7 @@ struct MaintenanceService: Sendable {
                 }
             }
         }
+        if outcome.snapshot != nil { metrics.snapshot(.remove) }
         if purge {
             logger.notice(
                 "account \(account) purged: its file and \(outcome.snapshotsErased) snapshot(s) were erased",

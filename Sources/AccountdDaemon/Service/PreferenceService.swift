@@ -30,21 +30,28 @@ final class PreferenceService: Sendable {
     private let groupCommit: Bool
     /// Where the tables' commits run: the daemon's blocking pool.
     private let run: PreferenceDatabase.Runner
+    private let metrics: DaemonMetrics
     private let device: PreferenceDatabase?
     /// The `memory` namespaces' values.
     let memory = MemoryPreferences()
     private let accounts = Mutex<[AccountName: OpenAccount]>([:])
     private let clock = Atomic<UInt64>(0)
 
-    init(declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, pool: BlockingPool) throws {
+    /// - Parameter metrics: where the tables' commits are counted.
+    init(
+        declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, pool: BlockingPool, metrics: DaemonMetrics
+    ) throws {
         namespaces = Dictionary(declarations.map { ($0.name, $0.scope) }, uniquingKeysWith: { a, _ in a })
         self.root = root
         self.hub = hub
         self.groupCommit = groupCommit
         run = pool.submit
+        self.metrics = metrics
         device =
             declarations.contains { $0.scope == .device }
-            ? try PreferenceDatabase(path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: run) : nil
+            ? try PreferenceDatabase(
+                path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: run,
+                observer: metrics.commitObserver(scope: "device")) : nil
     }
 
     /// The scope of `namespace`, or `NamespaceNotFound`.
@@ -111,7 +118,8 @@ final class PreferenceService: Sendable {
             return checked
         }
         let database = try PreferenceDatabase(
-            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false, run: run)
+            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false, run: run,
+            observer: metrics.commitObserver(scope: "account"))
         var evicted: [PreferenceDatabase] = []
         let winner = accounts.withLock { entries -> PreferenceDatabase in
             if let raced = entries[account] { return raced.database }

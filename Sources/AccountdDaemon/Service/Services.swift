@@ -19,16 +19,33 @@ struct Services: Sendable {
     let hub: EventHub
     /// Where blocking work runs.
     let pool: BlockingPool
+    /// What the daemon counts (`Metrics`).
+    let metrics: DaemonMetrics
     let startedAt = Date()
 
     /// Wires the services over `stores`.
-    init(stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
+    ///
+    /// - Parameter metrics: the registry every service counts in; the same one
+    ///   `preferences` was given.
+    init(
+        stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
+        logger: Logger
+    ) {
         self.stores = stores
         self.preferences = preferences
         self.pool = pool
         self.hub = hub
-        switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, logger: logger)
-        maintenance = MaintenanceService(stores: stores, switching: switching, preferences: preferences, pool: pool, logger: logger)
+        self.metrics = metrics
+        switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        maintenance = MaintenanceService(
+            stores: stores, switching: switching, preferences: preferences, pool: pool, metrics: metrics, logger: logger)
+    }
+
+    /// The daemon's metrics as Prometheus text (`Metrics`), with the active account and
+    /// the number of accounts on disk read now. Blocking: lists the data root.
+    func metricsText() -> String {
+        let accounts = stores.current.root.accountNames().count
+        return metrics.text(active: switching.active, accounts: accounts)
     }
 
     /// Which daemon this is (`Info`).

@@ -32,14 +32,19 @@ final class SwitchService: Sendable {
     let hub: EventHub
     let preferences: PreferenceService
     let logger: Logger
+    let metrics: DaemonMetrics
     let board = MigrationBoard()
     private let state = Mutex(State())
     /// Held while a switch saves `state.json` and sets the active account (on a pool
     /// thread, never on an event loop), so the file always names the account that is active.
     private let commits = Mutex(())
 
-    init(stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, logger: Logger) {
+    init(
+        stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
+        logger: Logger
+    ) {
         self.stores = stores
+        self.metrics = metrics
         self.preferences = preferences
         self.pool = pool
         self.hub = hub
@@ -102,18 +107,33 @@ final class SwitchService: Sendable {
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
         then: @escaping @Sendable (OpenOutcome) throws -> T = { _ in () }
     ) async throws -> (OpenOutcome, T) {
-        let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
         board.begin(account)
         defer {
             board.end(account)
             hub.publish(.openEnded(account))
         }
+        do {
+            let result = try await openHeld(account, create: create, progress: progress, then: then)
+            if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
+            if result.0.snapshot != nil { metrics.snapshot(.migrate) }
+            return result
+        } catch {
+            if board.steps(account) > 0 { metrics.migrationFailed() }
+            throw error
+        }
+    }
+
+    /// ``open(_:create:progress:then:)`` once the account is held.
+    private func openHeld<T: Sendable>(
+        _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) throws -> T
+    ) async throws -> (OpenOutcome, T) {
+        let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
             try await pool.run {
                 preferences.close(account)
                 let outcome = try store.open(account, create: create, holding: hold) { step in
-                board.stepStarted(account)
+                    board.stepStarted(account, of: step.of)
                     hub.publish(
                         .watched(
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))

@@ -13,6 +13,7 @@ extension Command {
         case .info: self = .info
         case .ping: self = .ping
         case .watch: self = .watch
+        case .metrics: self = .metrics
         case .status: self = .status(account: try parameters.account())
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
@@ -58,7 +59,7 @@ extension Command {
             account(target.account)
         }
         switch self {
-        case .info, .ping, .watch: break
+        case .info, .ping, .watch, .metrics: break
         case .status(let name): account(name)
         case .list(let details): if details { pairs.append(("details", true)) }
         case .switchAccount(let name, let create):

@@ -43,6 +43,8 @@ public enum Command: Sendable, Hashable {
     case keys(namespace: String, account: AccountName?)
     /// `Watch`: the daemon's events, streamed.
     case watch
+    /// `Metrics`: the daemon's counters, in Prometheus text format.
+    case metrics
 
     /// The method this command calls.
     public var method: Method {
@@ -64,6 +66,7 @@ public enum Command: Sendable, Hashable {
         case .delete: .delete
         case .keys: .keys
         case .watch: .watch
+        case .metrics: .metrics
         }
     }
 }

@@ -1,0 +1,177 @@
+import AccountdCore
+import AccountdProtocol
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// The daemon's metrics: what it counts, and the Prometheus registry that holds it.
+///
+/// Every part records through the swift-metrics API, with this instance's ``factory``
+/// passed explicitly rather than the process-wide `MetricsSystem`. Each daemon (and each
+/// set of daemon parts a test builds in-process) so has a registry of its own, and its
+/// counters say exactly what that daemon did. ``bootstrapProcess()`` also hands the
+/// factory of the daemon's instance to `MetricsSystem`, once per process, so that
+/// libraries that record through the global system land in the same registry.
+///
+/// The names are listed in docs/PROTOCOL.md ("Metrics"); ``Name`` is their one spelling.
+final class DaemonMetrics: Sendable {
+    /// The metric names, `accountd_` and Prometheus style.
+    enum Name {
+        static let requests = "accountd_requests_total"
+        static let requestDuration = "accountd_request_duration_seconds"
+        static let migrations = "accountd_migrations_total"
+        static let migrationSteps = "accountd_migration_steps_total"
+        static let migrationDuration = "accountd_migration_duration_seconds"
+        static let migrationFailures = "accountd_migration_failures_total"
+        static let snapshots = "accountd_snapshots_total"
+        static let commitBatchSize = "accountd_group_commit_batch_size"
+        static let commitDuration = "accountd_group_commit_duration_seconds"
+        static let commitFailures = "accountd_group_commit_failures_total"
+        static let connectionsOpen = "accountd_connections_open"
+        static let connectionsAccepted = "accountd_connections_accepted_total"
+        static let connectionsRefused = "accountd_connections_refused_total"
+        static let activeAccount = "accountd_active_account"
+        static let accounts = "accountd_accounts"
+    }
+
+    /// Why a snapshot was taken: the `reason` label of ``Name/snapshots``.
+    enum SnapshotReason: String {
+        /// Before an account was migrated.
+        case migrate
+        /// On request (`Snapshot`).
+        case request
+        /// Of the file a `Restore` replaced.
+        case restore
+        /// The final snapshot of a `Remove`.
+        case remove
+    }
+
+    /// The registry the text comes from.
+    let registry: PrometheusCollectorRegistry
+    /// The swift-metrics factory over ``registry``, with the daemon's histogram buckets.
+    let factory: PrometheusMetricsFactory
+    /// The account the ``Name/activeAccount`` gauge names now.
+    private let shownActive = Mutex<String?>(nil)
+
+    private static let bootstrapped = Atomic<Bool>(false)
+
+    /// A new, empty registry with the daemon's metrics at zero.
+    init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let quick: [Duration] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30),
+        ]
+        factory.durationHistogramBuckets = [
+            Name.requestDuration: quick,
+            Name.commitDuration: quick,
+            Name.migrationDuration: [
+                .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(10),
+                .seconds(30), .seconds(60), .seconds(300), .seconds(1800),
+            ],
+        ]
+        factory.valueHistogramBuckets = [Name.commitBatchSize: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]]
+        self.factory = factory
+        // Present from the start, at zero, so that a scrape shows them before anything happened.
+        for name in [Name.migrations, Name.migrationSteps, Name.migrationFailures, Name.connectionsAccepted, Name.connectionsRefused] {
+            _ = CoreMetrics.Counter(label: name, factory: factory)
+        }
+        CoreMetrics.Gauge(label: Name.connectionsOpen, factory: factory).record(0)
+    }
+
+    /// Hands this registry's factory to `MetricsSystem`, the first time it is called in the
+    /// process; later calls (a second daemon in the same process) change nothing.
+    func bootstrapProcess() {
+        guard Self.bootstrapped.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        MetricsSystem.bootstrap(factory)
+    }
+
+    /// The registry as Prometheus text, after setting the gauges computed on demand:
+    /// `active` (nil for none) and how many `accounts` are on disk.
+    func text(active: AccountName?, accounts: Int) -> String {
+        CoreMetrics.Gauge(label: Name.accounts, factory: factory).record(accounts)
+        let name = active?.rawValue
+        shownActive.withLock { shown in
+            guard shown != name else { return }
+            if let shown { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", shown)], factory: factory).destroy() }
+            if let name { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", name)], factory: factory).record(1) }
+            shown = name
+        }
+        return registry.emitToString()
+    }
+
+    // MARK: - Requests
+
+    /// One request answered: `error` is nil for success, else the error reply's name.
+    func request(_ method: Method?, error: ErrorName?, since start: ContinuousClock.Instant) {
+        request(method, outcome: error?.shortName ?? "ok", since: start)
+    }
+
+    /// One request ended with `outcome`: `ok`, an error's short name, or `ClientGone` when
+    /// the client left before its replies were written.
+    func request(_ method: Method?, outcome: String, since start: ContinuousClock.Instant) {
+        let label = method?.rawValue ?? "unknown"
+        CoreMetrics.Counter(label: Name.requests, dimensions: [("method", label), ("outcome", outcome)], factory: factory).increment()
+        CoreMetrics.Timer(label: Name.requestDuration, dimensions: [("method", label)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start))
+    }
+
+    // MARK: - Accounts
+
+    /// A migration that committed: its steps and how long its transaction took.
+    func migrated(steps: Int, milliseconds: Double?) {
+        CoreMetrics.Counter(label: Name.migrations, factory: factory).increment()
+        CoreMetrics.Counter(label: Name.migrationSteps, factory: factory).increment(by: steps)
+        if let milliseconds {
+            CoreMetrics.Timer(label: Name.migrationDuration, factory: factory).recordNanoseconds(Int64(milliseconds * 1_000_000))
+        }
+    }
+
+    /// A migration that began (a step was announced) and failed.
+    func migrationFailed() {
+        CoreMetrics.Counter(label: Name.migrationFailures, factory: factory).increment()
+    }
+
+    /// A snapshot taken, and why.
+    func snapshot(_ reason: SnapshotReason) {
+        CoreMetrics.Counter(label: Name.snapshots, dimensions: [("reason", reason.rawValue)], factory: factory).increment()
+    }
+
+    // MARK: - Group commit
+
+    /// The observer a preference table of `scope` (`device` or `account`) reports its commits to.
+    func commitObserver(scope: String) -> PreferenceCommitObserver {
+        let factory = factory
+        return { changes, took, failed in
+            CoreMetrics.Recorder(label: Name.commitBatchSize, dimensions: [("scope", scope)], aggregate: true, factory: factory).record(changes)
+            CoreMetrics.Timer(label: Name.commitDuration, dimensions: [("scope", scope)], factory: factory)
+                .recordNanoseconds(Self.nanoseconds(took))
+            if failed { CoreMetrics.Counter(label: Name.commitFailures, dimensions: [("scope", scope)], factory: factory).increment() }
+        }
+    }
+
+    // MARK: - Connections
+
+    /// A connection accepted (and served); `open` counts the connections open now.
+    func connectionAccepted(open: Int) {
+        CoreMetrics.Counter(label: Name.connectionsAccepted, factory: factory).increment()
+        connections(open: open)
+    }
+
+    /// A connection refused because `limits.maxConnections` were open.
+    func connectionRefused() {
+        CoreMetrics.Counter(label: Name.connectionsRefused, factory: factory).increment()
+    }
+
+    /// How many connections are open now.
+    func connections(open: Int) {
+        CoreMetrics.Gauge(label: Name.connectionsOpen, factory: factory).record(open)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let parts = duration.components
+        return parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
+    }
+}

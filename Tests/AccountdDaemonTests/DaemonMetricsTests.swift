@@ -1,0 +1,26 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Testing
+
+@testable import AccountdDaemon
+
+/// Each set of daemon parts counts in its own registry, as the dispatcher's steps see
+/// requests: refused at admission, answered at once, or run in a task.
+@Suite struct DaemonMetricsTests {
+    @Test func eachDaemonCountsInItsOwnRegistry() async throws {
+        let first = TestDirectory()
+        let second = TestDirectory()
+        try await DaemonParts.with(dataRoot: first.path) { one in
+            try await DaemonParts.with(dataRoot: second.path) { other in
+                for _ in 0..<2 { _ = try DispatcherTests.started(one, "ping") }
+                #expect(DispatcherTests.refusal(one, "switch ../etc")?.error == .invalidAccountName)
+                #expect(try await DispatcherTests.run(one, "metrics").first?.error == nil)
+                let text = one.metrics.registry.emitToString()
+                #expect(text.contains(#"accountd_requests_total{method="Ping",outcome="ok"} 2"#), "\(text)")
+                #expect(text.contains(#"accountd_requests_total{method="Switch",outcome="InvalidAccountName"} 1"#), "\(text)")
+                #expect(text.contains(#"accountd_requests_total{method="Metrics",outcome="ok"} 1"#), "\(text)")
+                #expect(!other.metrics.registry.emitToString().contains("accountd_requests_total{"))
+            }
+        }
+    }
+}

@@ -82,6 +82,7 @@ install: deps
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd.service.in > $(DESTDIR)$(UNITDIR)/accountd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd.service
 	install -m 0644 systemd/accountd.socket $(DESTDIR)$(UNITDIR)/accountd.socket
+	install -m 0644 systemd/accountd-varlink.socket $(DESTDIR)$(UNITDIR)/accountd-varlink.socket
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml

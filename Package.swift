@@ -69,7 +69,10 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
-            ]),
+            ],
+            // The repository's io.accountd.varlink (linked into the target), served by
+            // GetInterfaceDescription without the repository at run time.
+            resources: [.embedInCode("Varlink/io.accountd.varlink")]),
 
         .executableTarget(
             name: "accountd",

@@ -18,6 +18,9 @@ import Testing
         try Files.write(sed.stdout, to: service)
         let socket = folder + "/accountd.socket"
         try FileManager.default.copyItem(atPath: Repository.root + "/systemd/accountd.socket", toPath: socket)
+        // The varlink socket's unit, which the service names in Sockets=.
+        try FileManager.default.copyItem(
+            atPath: Repository.root + "/systemd/accountd-varlink.socket", toPath: folder + "/accountd-varlink.socket")
         return (service, socket)
     }
 

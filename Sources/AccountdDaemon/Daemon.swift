@@ -61,8 +61,8 @@ public enum Daemon {
             return .adopt(fd: socket.fd, description: "fd \(socket.fd) '\(socket.name)'\(path.map { " at \($0)" } ?? "")")
         }
         // Ready once both sockets accept connections; stopping once the first stops taking them.
-        let listening = Atomic(0)
-        let stopped = Atomic(false)
+        let listening = Countdown(2)
+        let stopping = Countdown(1)
         let counter = ConnectionCounter(limit: settings.maximumConnections)
         let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
         let servers = [(Framing.line, settings.socketPath), (.varlink, settings.varlinkSocketPath)].map { framing, path in
@@ -70,11 +70,11 @@ public enum Daemon {
                 listener: listener(framing, path: path), framing: framing, dispatcher: dispatcher, hub: hub,
                 maximumRequestBytes: settings.maximumRequestBytes, counter: counter, idleTimeout: idleTimeout, logger: logger,
                 onReady: {
-                    guard listening.add(1, ordering: .relaxed).newValue == 2 else { return }
+                    guard listening.tick() else { return }
                     logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
                 },
                 onStopping: {
-                    guard !stopped.exchange(true, ordering: .relaxed) else { return }
+                    guard stopping.tick() else { return }
                     systemd.stopping()
                     logger.notice("shutting down: no new connections; finishing the requests in progress")
                 })
@@ -94,4 +94,15 @@ public enum Daemon {
         try? await pool.shutdown()
         logger.notice("accountd stopped")
     }
+}
+
+/// Counts events down, so that something happens once all of them have: the daemon is
+/// ready once each of its sockets listens.
+private final class Countdown: Sendable {
+    private let left: Atomic<Int>
+
+    init(_ count: Int) { left = Atomic(count) }
+
+    /// True only for the event that brings the count to zero.
+    func tick() -> Bool { left.subtract(1, ordering: .relaxed).newValue == 0 }
 }

@@ -14,6 +14,9 @@ struct VarlinkInterfaceFile {
         var replies: [String]
     }
 
+    /// The text has no `interface NAME` line.
+    struct NoInterface: Error {}
+
     var name: String
     var methods: [String: Method] = [:]
     var types: [String: [String]] = [:]
@@ -23,8 +26,10 @@ struct VarlinkInterfaceFile {
         let code = text.split(separator: "\n", omittingEmptySubsequences: false)
             .map { line in line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "" }
             .joined(separator: "\n")
-        let interface = try Self.matches(#"interface\s+([A-Za-z0-9.\-]+)"#, in: code)
-        name = try #require(interface.first?.first)
+        guard let interface = try Self.matches(#"interface\s+([A-Za-z0-9.\-]+)"#, in: code).first?.first else {
+            throw NoInterface()
+        }
+        name = interface
         for groups in try Self.matches(#"method\s+([A-Za-z0-9]+)\s*\(([^)]*)\)\s*->\s*\(([^)]*)\)"#, in: code) {
             methods[groups[0]] = Method(parameters: Self.fields(groups[1]), replies: Self.fields(groups[2]))
         }

@@ -81,7 +81,7 @@ import Testing
             let declared = Set(try #require(interface.methods[method.rawValue]).replies)
             var seen = Set<String>()
             for sample in samples {
-                let keys = Set((sample.parameters.objectValue ?? []).map(\.0))
+                let keys = Set((sample.parameters.objectValue ?? []).map { $0.0 })
                 #expect(keys.isSubset(of: declared), "\(method.rawValue): \(type(of: sample)) has \(keys.subtracting(declared).sorted()) undeclared")
                 seen.formUnion(keys)
             }
@@ -95,7 +95,7 @@ import Testing
         let edited = EditedMigrationInfo(version: 2, name: "n", appliedSha256: "a", bundleSha256: "b")
         let migrated = MigrateResult(account: "a", outcome: .done(result: "migrated", fromVersion: 1, version: 2))
         let failed = MigrateResult(account: "a", outcome: .failed(error: "e", message: "m"))
-        let keys: (any ReplyModel) -> Set<String> = { Set(($0.parameters.objectValue ?? []).map(\.0)) }
+        let keys: (any ReplyModel) -> Set<String> = { Set(($0.parameters.objectValue ?? []).map { $0.0 }) }
         #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot))
         #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited))
         #expect(Set(try #require(interface.types["MigrateResult"])) == keys(migrated).union(keys(failed)))

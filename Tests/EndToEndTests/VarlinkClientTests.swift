@@ -24,7 +24,7 @@ struct VarlinkClientTests {
     }
 
     /// Runs `python3 ARGUMENTS`, failing the test on a non-zero exit.
-    static func python(_ arguments: [String]) throws -> (stdout: String, stderr: String) {
+    static func runPython(_ arguments: [String]) throws -> (stdout: String, stderr: String) {
         let result = try runProgram(try #require(python), arguments)
         try #require(result.status == 0, "python3 \(arguments.joined(separator: " ")) exited \(result.status):\n\(result.stderr)")
         return (result.stdout, result.stderr)
@@ -38,7 +38,7 @@ struct VarlinkClientTests {
         let dir = TestDirectory()
         let daemon = try DaemonProcess(directory: dir.path)
         let script = Repository.root + "/Tests/Python/varlink_calls.py"
-        let output = try Self.python([script, "unix:" + Self.varlinkSocket(daemon)]).stdout
+        let output = try Self.runPython([script, "unix:" + Self.varlinkSocket(daemon)]).stdout
         let out = try JSONParser.parse(output)
 
         #expect(out["info"]?["product"] == "accountd")
@@ -78,20 +78,20 @@ struct VarlinkClientTests {
         let daemon = try DaemonProcess(directory: dir.path)
         let address = "unix:" + Self.varlinkSocket(daemon)
 
-        let info = try Self.python(["-m", "varlink.cli", "info", address]).stdout
+        let info = try Self.runPython(["-m", "varlink.cli", "info", address]).stdout
         #expect(info.contains("Vendor: accountd") && info.contains("io.accountd") && info.contains("org.varlink.service"), "\(info)")
 
-        let help = try Self.python(["-m", "varlink.cli", "help", address + "/io.accountd"]).stdout
+        let help = try Self.runPython(["-m", "varlink.cli", "help", address + "/io.accountd"]).stdout
         #expect(help.contains("interface io.accountd") && help.contains("method Status("), "\(help.prefix(400))")
 
-        let status = try Self.python(["-m", "varlink.cli", "call", address + "/io.accountd.Status", "{}"])
+        let status = try Self.runPython(["-m", "varlink.cli", "call", address + "/io.accountd.Status", "{}"])
         let reply = try JSONParser.parse(status.stdout)
         #expect(reply["state"] == "idle" && reply["bundleVersion"] != nil, "\(status.stdout) \(status.stderr)")
 
-        let list = try Self.python(["-m", "varlink.cli", "call", "--more", address + "/io.accountd.List", "{}"]).stdout
+        let list = try Self.runPython(["-m", "varlink.cli", "call", "--more", address + "/io.accountd.List", "{}"]).stdout
         #expect(list.contains("\"count\": 0"), "\(list)")
 
-        let missing = try Self.python(["-m", "varlink.cli", "call", address + "/io.accountd.Verify", #"{"account": "nobody"}"#])
+        let missing = try Self.runPython(["-m", "varlink.cli", "call", address + "/io.accountd.Verify", #"{"account": "nobody"}"#])
         #expect(missing.stderr.contains("io.accountd.AccountNotFound"), "\(missing.stderr)")
     }
 }

@@ -228,7 +228,8 @@ final class Connection: ChannelDuplexHandler {
     /// Handles a request that waits for something (SQLite, the disk, a lock) in a task on this event loop.
     private func startTask(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) {
         flush(context)
-        let writer = ReplyWriter(call.oneway ? DroppedReplies() : ChannelTransport(channel: context.channel))
+        let transport: any ReplyTransport = call.oneway ? DroppedReplies() : ChannelTransport(channel: context.channel)
+        let writer = ReplyWriter(transport)
         let dispatcher = dispatcher
         let loop = context.eventLoop
         let resume = NIOLoopBound({ [self] in finishRequest(context) }, eventLoop: loop)

@@ -95,10 +95,10 @@ import Testing
         let edited = EditedMigrationInfo(version: 2, name: "n", appliedSha256: "a", bundleSha256: "b")
         let migrated = MigrateResult(account: "a", outcome: .done(result: "migrated", fromVersion: 1, version: 2))
         let failed = MigrateResult(account: "a", outcome: .failed(error: "e", message: "m"))
-        let keys: (any ReplyModel) -> Set<String> = { Set(($0.parameters.objectValue ?? []).map { $0.0 }) }
-        #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot))
-        #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited))
-        #expect(Set(try #require(interface.types["MigrateResult"])) == keys(migrated).union(keys(failed)))
+        let keys: (JSONValue) -> Set<String> = { Set(($0.objectValue ?? []).map { $0.0 }) }
+        #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot.parameters))
+        #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited.parameters))
+        #expect(Set(try #require(interface.types["MigrateResult"])) == keys(migrated.parameters).union(keys(failed.parameters)))
         #expect(Set(try #require(interface.types["ExportFormat"])) == Set(ExportFormat.allCases.map(\.rawValue)))
     }
 

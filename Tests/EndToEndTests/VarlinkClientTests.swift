@@ -8,24 +8,11 @@ import Testing
 /// interface description the daemon serves, and `python3 -m varlink.cli` is typed as a
 /// person would. `make test` installs it in `.build/venv`; without it these tests are
 /// skipped, saying why.
-@Suite(.enabled(if: VarlinkClientTests.python != nil, Comment(rawValue: VarlinkClientTests.skipReason)))
+@Suite(.enabled(if: ReferencePython.path != nil, Comment(rawValue: ReferencePython.skipReason)))
 struct VarlinkClientTests {
-    /// `$ACCOUNTD_TEST_PYTHON`, else `.build/venv/bin/python3`, when it can import varlink.
-    static let python: String? = {
-        let path = ProcessInfo.processInfo.environment["ACCOUNTD_TEST_PYTHON"] ?? Repository.root + "/.build/venv/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: path),
-            let probe = try? runProgram(path, ["-c", "import varlink"]), probe.status == 0
-        else { return nil }
-        return path
-    }()
-
-    static var skipReason: String {
-        "no Python with the varlink package (ACCOUNTD_TEST_PYTHON or .build/venv/bin/python3); `make venv` installs it"
-    }
-
     /// Runs `python3 ARGUMENTS`, failing the test on a non-zero exit.
     static func runPython(_ arguments: [String]) throws -> (stdout: String, stderr: String) {
-        let result = try runProgram(try #require(python), arguments)
+        let result = try runProgram(try #require(ReferencePython.path), arguments)
         try #require(result.status == 0, "python3 \(arguments.joined(separator: " ")) exited \(result.status):\n\(result.stderr)")
         return (result.stdout, result.stderr)
     }
@@ -93,5 +80,22 @@ struct VarlinkClientTests {
 
         let missing = try Self.runPython(["-m", "varlink.cli", "call", address + "/io.accountd.Verify", #"{"account": "nobody"}"#])
         #expect(missing.stderr.contains("io.accountd.AccountNotFound"), "\(missing.stderr)")
+    }
+}
+
+/// The Python of the reference varlink client: `$ACCOUNTD_TEST_PYTHON` (which `make test`
+/// sets to `.build/venv/bin/python3`), else `.build/venv/bin/python3`, when it can import
+/// `varlink`.
+enum ReferencePython {
+    static let path: String? = {
+        let path = ProcessInfo.processInfo.environment["ACCOUNTD_TEST_PYTHON"] ?? Repository.root + "/.build/venv/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: path),
+            let probe = try? runProgram(path, ["-c", "import varlink"]), probe.status == 0
+        else { return nil }
+        return path
+    }()
+
+    static var skipReason: String {
+        "no Python with the varlink package (ACCOUNTD_TEST_PYTHON or .build/venv/bin/python3); `make venv` installs it"
     }
 }

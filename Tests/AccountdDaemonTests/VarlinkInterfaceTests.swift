@@ -1,6 +1,8 @@
+import AccountdCore
 import AccountdProtocol
 import AccountdTestSupport
 import Foundation
+import Logging
 import Testing
 
 @testable import AccountdDaemon
@@ -109,6 +111,19 @@ import Testing
             #expect(name.rawValue.hasPrefix(AccountdProtocol.Method.interface + "."), "\(name)")
             #expect(interface.errors[name.shortName]?.first == "message", "\(name.shortName) carries message first")
         }
+    }
+
+    @Test(arguments: [
+        AccountdError.Kind.invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive,
+        .migrationFailed, .invalidBundle, .snapshotNotFound, .storage,
+    ])
+    func everyFactOfAnAccountErrorIsADeclaredParameter(kind: AccountdError.Kind) throws {
+        let error = AccountdError(kind, "m", account: "alice", file: "f", line: 1, fromVersion: 1, toVersion: 2, details: ["d"])
+        let reply = ErrorMapping.reply(for: error, method: nil, logger: Logger(label: "test"))
+        let name = try #require(reply.error)
+        let declared = Set(try #require(try Self.interface().errors[name.shortName], "\(name) is not declared"))
+        let sent = Set((reply.parameters.objectValue ?? []).map { $0.0 })
+        #expect(sent.isSubset(of: declared), "\(name): \(sent.subtracting(declared).sorted()) undeclared")
     }
 
     @Test func theMethodsOfTheProtocolDocumentAreTheDeclaredOnes() throws {

@@ -4,6 +4,7 @@ SWIFT       ?= swift
 CONFIG      ?= debug
 DATA_ROOT   ?= $(CURDIR)/run/data
 SOCKET      ?= $(CURDIR)/run/accountd.sock
+VARLINK     ?= $(CURDIR)/run/io.accountd
 SCHEMA      ?= $(CURDIR)/config/schema
 PREFIX      ?= /usr/local
 BIN          = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
@@ -19,7 +20,11 @@ FUZZ_SECONDS       ?= 60
 FUZZ_CODEC_SECONDS ?= 30
 FUZZ_OUT            = .build-fuzz/out
 
-.PHONY: deps build run test fuzz bench install clean
+# The tests' Python: the reference varlink client (and prometheus_client's parser), in a
+# virtual environment under the build folder, made once.
+VENV        ?= $(CURDIR)/.build/venv
+
+.PHONY: deps build run test venv fuzz bench install clean
 
 ## deps: install the missing system packages (libsqlite3-dev, libsystemd-dev pinned, sqlite3)
 deps:
@@ -29,18 +34,26 @@ deps:
 build: deps
 	$(SWIFT) build -c $(CONFIG)
 
-## run: build, then run accountd in the foreground on ./run/data with the sample bundle
+## run: build, then run accountd in the foreground on ./run/data with the sample bundle,
+##      serving ./run/accountd.sock (line protocol) and ./run/io.accountd (varlink)
 run: build
-	@mkdir -p $(dir $(SOCKET))
-	$(BIN)/accountd --data-root $(DATA_ROOT) --socket $(SOCKET) --schema $(SCHEMA) --config $(CURDIR)/config/accountd.yaml
+	@mkdir -p $(dir $(SOCKET)) $(dir $(VARLINK))
+	$(BIN)/accountd --data-root $(DATA_ROOT) --socket $(SOCKET) --varlink-socket $(VARLINK) --schema $(SCHEMA) --config $(CURDIR)/config/accountd.yaml
 
-## test: build, then run the whole suite
-test: deps
+## test: build, then run the whole suite; the varlink tests use the Python of $(VENV)
+test: deps venv
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	ACCOUNTD_TEST_PYTHON=$(VENV)/bin/python3 $(SWIFT) test --skip-build
+
+## venv: the tests' Python virtual environment, with varlink 31.0.0 and prometheus_client
+venv: $(VENV)/.installed
+$(VENV)/.installed:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet varlink==31.0.0 prometheus_client
+	touch $@
 
 ## fuzz: build the libFuzzer targets and run them: the protocol codec for FUZZ_CODEC_SECONDS, then
-##       the request dispatcher (the real AccountService on a temporary data root) for FUZZ_SECONDS
+##       the request dispatcher (the real services on a temporary data root) for FUZZ_SECONDS
 # Everything goes under .build-fuzz, away from the .build of `make build` and `make test`.
 # DispatchFuzzer is a SwiftPM target that exists only when ACCOUNTD_FUZZ is set (see Package.swift).
 # -Xswiftc instruments every Swift module, the daemon's libraries included; C targets are not
@@ -85,6 +98,7 @@ install: deps
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd-metrics.service.in > $(DESTDIR)$(UNITDIR)/accountd-metrics.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-metrics.service
 	install -m 0644 systemd/accountd-metrics.timer $(DESTDIR)$(UNITDIR)/accountd-metrics.timer
+	install -m 0644 systemd/accountd-varlink.socket $(DESTDIR)$(UNITDIR)/accountd-varlink.socket
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml

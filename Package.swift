@@ -73,7 +73,10 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]),
+            ],
+            // The repository's io.accountd.varlink (linked into the target), served by
+            // GetInterfaceDescription without the repository at run time.
+            resources: [.embedInCode("Varlink/io.accountd.varlink")]),
 
         .executableTarget(
             name: "accountd",

@@ -4,8 +4,9 @@
 //
 // Each of CLIENTS threads connects once, then sends one request at a time (cycling
 // through the REQUEST arguments, each given without its line ending; "\r\n" is
-// appended for Redis's inline commands when LOADGEN_CRLF=1, else "\n") and waits for
-// its reply, which is LINES_PER_REPLY lines. It prints requests per second and the
+// appended for Redis's inline commands when LOADGEN_CRLF=1, a NUL byte for varlink
+// when LOADGEN_NUL=1, else "\n") and waits for its reply, which is LINES_PER_REPLY
+// lines (messages ended by NUL with LOADGEN_NUL=1). It prints requests per second and the
 // latency percentiles. The same program drives accountd and redis-server, so a
 // comparison measures the servers, not two different clients.
 #define _GNU_SOURCE
@@ -25,6 +26,8 @@ static char **requests;
 static int request_count;
 static volatile int stop;
 static const char *ending = "\n";
+// The byte that ends a reply (and, for varlink, a request).
+static char terminator = '\n';
 
 typedef struct {
     long done;
@@ -53,6 +56,7 @@ static void *client(void *arg) {
     while (!stop) {
         char line[4096];
         int length = snprintf(line, sizeof(line), "%s%s", requests[index % request_count], ending);
+        if (terminator == '\0') line[length++] = '\0';  // varlink: the NUL that %s cannot print
         index++;
         double start = now();
         if (write(fd, line, length) != length) { r->errors++; break; }
@@ -60,7 +64,7 @@ static void *client(void *arg) {
         while (lines < lines_per_reply) {
             ssize_t got = read(fd, buffer, sizeof(buffer));
             if (got <= 0) { stop = 1; break; }
-            for (ssize_t i = 0; i < got; i++) if (buffer[i] == '\n') lines++;
+            for (ssize_t i = 0; i < got; i++) if (buffer[i] == terminator) lines++;
             if (got > 8 && memmem(buffer, got, "\"error\"", 7)) r->errors++;
         }
         double elapsed = now() - start;
@@ -91,6 +95,10 @@ int main(int argc, char **argv) {
     requests = argv + 5;
     request_count = argc - 5;
     if (getenv("LOADGEN_CRLF")) ending = "\r\n";
+    if (getenv("LOADGEN_NUL")) {
+        ending = "";
+        terminator = '\0';
+    }
     pthread_t threads[clients];
     result_t *results = calloc(clients, sizeof(result_t));
     double start = now();

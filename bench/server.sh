@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Server benchmarks, each compared side by side in one run:
-#   1. Ping and Status at 1 and 50 clients, against redis-server answering PING;
+#   1. Ping and Status at 1 and 50 clients, against redis-server answering PING, and
+#      Status over varlink beside the line protocol's;
 #   2. Switch between two up-to-date accounts: round-trip p50 and p99;
 #   3. jsonl export of a 1,000,000-row account, against `sqlite3 -json` on the same file;
 #   4. daemon memory (RSS) idle and after touching 1,000 accounts;
@@ -91,6 +92,15 @@ for clients in 1 50; do
                 "$(tag "$b")" $clients "$r" "$p" "$(echo "$p / $r" | bc -l)" "$s" "$(echo "$s / $r" | bc -l)"
             figure "$b" "Ping, $clients client$plural (/s)" "$p"
             figure "$b" "Status, $clients client$plural (/s)" "$s"
+            # The same Status over varlink (NUL-terminated JSON, on the daemon's io.accountd
+            # socket), for a build that serves one.
+            if [ -S "$work/main-$b/io.accountd" ]; then
+                varlink=$(LOADGEN_NUL=1 "$work/loadgen" "$work/main-$b/io.accountd" $clients "$SECONDS_PER_RUN" 1 '{"method":"io.accountd.Status"}')
+                v=$(echo "$varlink" | field rps)
+                printf '%s%2d clients: varlink Status %8.0f/s, %.2fx the line protocol'"'"'s Status (target >= 0.9x at 50)\n' \
+                    "$(tag "$b")" $clients "$v" "$(echo "$v / $s" | bc -l)"
+                figure "$b" "varlink Status, $clients client$plural (/s)" "$v"
+            fi
         done
     done
 done

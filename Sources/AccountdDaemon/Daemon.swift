@@ -1,9 +1,11 @@
 import AccountdCore
+import AccountdProtocol
 import Foundation
 import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// Starts accountd: checks the data root and the bundle, opens the saved active
 /// account, serves until SIGTERM, and shuts down gracefully.
@@ -55,29 +57,36 @@ public enum Daemon {
 
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
         let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
-        let listener: SocketServer.Listener
-        if let passed = SocketActivation.passedSocket() {
-            let path = SocketActivation.path(of: passed.fd)
-            listener = .adopt(fd: passed.fd, description: "fd \(passed.fd) '\(passed.name)'\(path.map { " at \($0)" } ?? "")")
-        } else {
-            listener = .bind(path: settings.socketPath, mode: settings.socketMode)
+        let passed = SocketActivation.passedSockets()
+        func listener(_ framing: Framing, path: String) -> SocketServer.Listener {
+            guard let socket = passed[framing] else { return .bind(path: path, mode: settings.socketMode) }
+            let path = SocketActivation.path(of: socket.fd)
+            return .adopt(fd: socket.fd, description: "fd \(socket.fd) '\(socket.name)'\(path.map { " at \($0)" } ?? "")")
         }
-        let server = SocketServer(
-            listener: listener, dispatcher: dispatcher, hub: hub, maximumRequestBytes: settings.maximumRequestBytes,
-            maximumConnections: settings.maximumConnections,
-            idleTimeout: settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil,
-            logger: logger,
-            onReady: {
-                logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
-            },
-            onStopping: {
-                systemd.stopping()
-                logger.notice("shutting down: no new connections; finishing the requests in progress")
-            })
+        // Ready once both sockets accept connections; stopping once the first stops taking them.
+        let listening = Countdown(2)
+        let stopping = Countdown(1)
+        let counter = ConnectionCounter(limit: settings.maximumConnections, metrics: metrics)
+        let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
+        let servers = [(Framing.line, settings.socketPath), (.varlink, settings.varlinkSocketPath)].map { framing, path in
+            SocketServer(
+                listener: listener(framing, path: path), framing: framing, dispatcher: dispatcher, hub: hub,
+                maximumRequestBytes: settings.maximumRequestBytes, counter: counter, idleTimeout: idleTimeout, logger: logger,
+                onReady: {
+                    guard listening.tick() else { return }
+                    logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
+                },
+                onStopping: {
+                    guard stopping.tick() else { return }
+                    systemd.stopping()
+                    logger.notice("shutting down: no new connections; finishing the requests in progress")
+                })
+        }
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: server),
+                    .init(service: servers[0]),
+                    .init(service: servers[1]),
                     .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: switching.livenessRead), logger: logger)),
                     .init(
                         service: ReloadService(
@@ -88,4 +97,15 @@ public enum Daemon {
         try? await pool.shutdown()
         logger.notice("accountd stopped")
     }
+}
+
+/// Counts events down, so that something happens once all of them have: the daemon is
+/// ready once each of its sockets listens.
+private final class Countdown: Sendable {
+    private let left: Atomic<Int>
+
+    init(_ count: Int) { left = Atomic(count) }
+
+    /// True only for the event that brings the count to zero.
+    func tick() -> Bool { left.subtract(1, ordering: .relaxed).newValue == 0 }
 }

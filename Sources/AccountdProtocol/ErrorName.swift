@@ -43,6 +43,15 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let internalError = accountd("InternalError")
 
     public static let methodNotFound = ErrorName(rawValue: "org.varlink.service.MethodNotFound")
+    /// A varlink call named an interface other than `io.accountd` and `org.varlink.service`.
+    public static let interfaceNotFound = ErrorName(rawValue: "org.varlink.service.InterfaceNotFound")
     public static let invalidParameter = ErrorName(rawValue: "org.varlink.service.InvalidParameter")
     public static let expectedMore = ErrorName(rawValue: "org.varlink.service.ExpectedMore")
+
+    /// Every error of interface `io.accountd`, as declared in `io.accountd.varlink`.
+    public static let accountdErrors: [ErrorName] = [
+        .invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive,
+        .migrationFailed, .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied,
+        .requestTooLarge, .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError,
+    ]
 }

@@ -1,6 +1,8 @@
 /// Splits a byte stream into lines, with a cap on line length.
 ///
-/// A line ends at `\n`; a `\r` right before it is dropped, so `\r\n` works too.
+/// A line ends at its delimiter, `\n` unless told otherwise; with `\n`, a `\r` right
+/// before it is dropped, so `\r\n` works too. varlink's messages end in a NUL byte
+/// instead (see ``Framing``).
 /// Bytes can arrive in any pieces: a line split across reads is joined, and
 /// several lines in one read are split. A line (or an unfinished one) longer than
 /// ``maximumLineLength`` bytes is refused as soon as that is known, without
@@ -13,13 +15,17 @@ public struct LineFramer: Sendable {
 
     /// The longest line accepted, in bytes, not counting its line ending.
     public let maximumLineLength: Int
+    /// The byte that ends a line.
+    public let delimiter: UInt8
     private var buffer: [UInt8] = []
     private var consumed = 0
     private var scanned = 0
 
-    public init(maximumLineLength: Int) {
+    /// A framer for lines of at most `maximumLineLength` bytes, each ended by `delimiter`.
+    public init(maximumLineLength: Int, delimiter: UInt8 = 0x0A) {
         precondition(maximumLineLength > 0, "maximumLineLength must be positive")
         self.maximumLineLength = maximumLineLength
+        self.delimiter = delimiter
     }
 
     /// Adds bytes that arrived.
@@ -38,9 +44,9 @@ public struct LineFramer: Sendable {
     ///   unusable, as the stream has lost its framing.
     public mutating func nextLine() throws(LineTooLong) -> [UInt8]? {
         while scanned < buffer.count {
-            if buffer[scanned] == 0x0A {
+            if buffer[scanned] == delimiter {
                 var end = scanned
-                if end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
+                if delimiter == 0x0A && end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
                 let line = Array(buffer[consumed..<end])
                 scanned += 1
                 consumed = scanned
@@ -52,7 +58,7 @@ public struct LineFramer: Sendable {
         // No newline yet: refuse an unfinished line that is already too long. A final \r may
         // still turn out to be half of a \r\n, so it does not count yet.
         let pending = buffer.count - consumed
-        let endsWithReturn = pending > 0 && buffer[buffer.count - 1] == 0x0D
+        let endsWithReturn = delimiter == 0x0A && pending > 0 && buffer[buffer.count - 1] == 0x0D
         if pending - (endsWithReturn ? 1 : 0) > maximumLineLength { throw LineTooLong(limit: maximumLineLength) }
         return nil
     }

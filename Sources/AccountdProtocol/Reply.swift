@@ -28,6 +28,16 @@ public struct Reply: Sendable {
         return out
     }
 
+    /// The reply as one message of `framing`: its JSON, ended by `\n`, or by NUL for varlink.
+    public func encoded(for framing: Framing) -> String {
+        var out = encoded()
+        if framing == .varlink {
+            out.removeLast()
+            out.append("\0")
+        }
+        return out
+    }
+
     /// Appends the reply's line to `out`.
     public func encode(into out: inout String) {
         out += "{"

@@ -38,15 +38,26 @@ public struct Request: Sendable {
         }
         let trimmed = text.drop { $0 == " " || $0 == "\t" }
         if trimmed.isEmpty { return nil }
-        let request = trimmed.first == "{" ? try decodeJSON(line) : try decodeInline(String(trimmed))
+        if trimmed.first == "{" { return try decodeJSON(line) }
+        let request = try decodeInline(String(trimmed))
         try request.validateParameterNames()
         return request
     }
 
     private static func decodeJSON(_ line: some Collection<UInt8>) throws(ProtocolError) -> Request {
+        let value = try parseObject(line)
+        let name = try methodName(of: value)
+        guard let method = Method(qualifiedName: name) else { throw methodNotFound(name) }
+        return try decodeBody(of: value, method: method)
+    }
+
+    /// Parses a JSON request: an object with only the fields varlink defines.
+    ///
+    /// - Throws: ``ProtocolError`` `InvalidRequest`.
+    static func parseObject(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(line)
+            value = try JSONParser.parse(bytes)
         } catch {
             throw ProtocolError(.invalidRequest, "the request is not valid JSON: \(error)")
         }
@@ -54,12 +65,24 @@ public struct Request: Sendable {
         for (key, _) in pairs where !["method", "parameters", "more", "oneway", "upgrade"].contains(key) {
             throw ProtocolError(.invalidRequest, "unknown request field '\(key)'; a request has method, parameters and more")
         }
+        return value
+    }
+
+    /// The qualified method name of a parsed JSON request.
+    static func methodName(of value: JSONValue) throws(ProtocolError) -> String {
         guard case .string(let name)? = value["method"] else {
             throw ProtocolError(.invalidRequest, "the request has no \"method\" string")
         }
-        guard let method = Method(qualifiedName: name) else {
-            throw ProtocolError(.methodNotFound, "no method \(name); methods are \(Method.interface).Info, .Status, .Switch, ...", facts: [("method", .string(name))])
-        }
+        return name
+    }
+
+    /// `MethodNotFound` for `name`.
+    static func methodNotFound(_ name: String) -> ProtocolError {
+        ProtocolError(.methodNotFound, "no method \(name); methods are \(Method.interface).Info, .Status, .Switch, ...", facts: [("method", .string(name))])
+    }
+
+    /// The parameters and the `more` flag of a parsed JSON request for `method`.
+    static func decodeBody(of value: JSONValue, method: Method) throws(ProtocolError) -> Request {
         var parameters = Parameters()
         switch value["parameters"] {
         case nil, .null?: break
@@ -72,7 +95,9 @@ public struct Request: Sendable {
         case .bool(let flag)?: more = flag
         case let other?: throw ProtocolError(.invalidRequest, "\"more\" must be a boolean, not \(other.typeName)")
         }
-        return Request(method: method, parameters: parameters, more: more)
+        let request = Request(method: method, parameters: parameters, more: more)
+        try request.validateParameterNames()
+        return request
     }
 
     private static func decodeInline(_ text: String) throws(ProtocolError) -> Request {

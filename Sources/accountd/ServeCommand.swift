@@ -10,7 +10,7 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the daemon in the foreground (the default).",
         discussion: """
             Settings come from, highest first: these flags, environment variables (ACCOUNTD_DATA_ROOT, \
-            ACCOUNTD_SOCKET_PATH, ACCOUNTD_SCHEMA_DIR, ACCOUNTD_LOG_LEVEL, ...), the config file, and built-in \
+            ACCOUNTD_SOCKET_PATH, ACCOUNTD_SOCKET_VARLINK, ACCOUNTD_SCHEMA_DIR, ACCOUNTD_LOG_LEVEL, ...), the config file, and built-in \
             defaults that follow systemd's STATE_DIRECTORY, RUNTIME_DIRECTORY and CONFIGURATION_DIRECTORY.
             """)
 
@@ -23,6 +23,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The Unix socket to listen on (ignored under socket activation).", completion: .file())
     var socket: String?
 
+    @Option(
+        help: "The varlink socket to listen on (default: $RUNTIME_DIRECTORY/io.accountd, else io.accountd beside --socket; ignored when systemd passes one).",
+        completion: .file())
+    var varlinkSocket: String?
+
     @Option(help: "The schema bundle folder.", completion: .directory)
     var schema: String?
 
@@ -31,7 +36,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let loader = SettingsLoader(
-            flags: .init(config: config, dataRoot: dataRoot, socket: socket, schema: schema, logLevel: logLevel))
+            flags: .init(
+                config: config, dataRoot: dataRoot, socket: socket, varlinkSocket: varlinkSocket, schema: schema, logLevel: logLevel))
         let settings: DaemonSettings
         do {
             settings = try await loader.load()

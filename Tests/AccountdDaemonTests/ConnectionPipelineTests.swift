@@ -119,13 +119,21 @@ final class PipelineUnderTest {
     let channel = EmbeddedChannel()
     let reads = ReadCounter()
 
-    init(_ daemon: DaemonParts, maximumRequestBytes: Int = 1 << 20) throws {
-        let peer = PeerCredentials(pid: 1, uid: getuid(), gid: getgid())
+    let framing: Framing
+
+    /// The pipeline of a connection on the socket of `framing`, as `SocketServer` builds it.
+    init(_ daemon: DaemonParts, maximumRequestBytes: Int = 1 << 20, framing: Framing = .line, uid: uid_t = getuid()) throws {
+        self.framing = framing
+        let peer = PeerCredentials(pid: 1, uid: uid, gid: getgid())
+        try channel.pipeline.syncOperations.addHandler(reads)
+        if framing == .varlink {
+            try channel.pipeline.syncOperations.addHandler(ReplyTerminator())
+        }
         try channel.pipeline.syncOperations.addHandlers(
-            reads, RequestFramer(maximumRequestBytes: maximumRequestBytes),
+            RequestFramer(maximumRequestBytes: maximumRequestBytes, framing: framing),
             Connection(
                 peer: peer, dispatcher: daemon.dispatcher, hub: daemon.hub, maximumRequestBytes: maximumRequestBytes,
-                logger: Logger(label: "test")))
+                framing: framing, logger: Logger(label: "test")))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/accountd-test")).wait()
     }
 
@@ -144,7 +152,9 @@ final class PipelineUnderTest {
         while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
             text += String(buffer: buffer)
         }
-        return try text.split(separator: "\n").map { try Reply.decode(Array($0.utf8)) }
+        let terminator = Character(Unicode.Scalar(framing.terminator))
+        #expect(text.isEmpty || text.last == terminator, "a reply is not ended by its framing's terminator: \(text.suffix(40))")
+        return try text.split(separator: terminator).map { try Reply.decode(Array($0.utf8)) }
     }
 }
 

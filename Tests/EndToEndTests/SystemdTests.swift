@@ -18,6 +18,9 @@ import Testing
         try Files.write(sed.stdout, to: service)
         let socket = folder + "/accountd.socket"
         try FileManager.default.copyItem(atPath: Repository.root + "/systemd/accountd.socket", toPath: socket)
+        // The varlink socket's unit, which the service names in Sockets=.
+        try FileManager.default.copyItem(
+            atPath: Repository.root + "/systemd/accountd-varlink.socket", toPath: folder + "/accountd-varlink.socket")
         return (service, socket)
     }
 
@@ -109,6 +112,42 @@ import Testing
         #expect(after?.dev == before.dev && after?.ino == before.ino && after?.isSocket == true)
         // And nothing listens on it any more: the listening socket died with the daemon.
         #expect(SystemdSupport.connectError(handed) == ECONNREFUSED)
+    }
+
+    /// As `accountd.socket` and `accountd-varlink.socket` pass them: two sockets, the
+    /// varlink one named `varlink`; each is adopted for its framing, and neither path of
+    /// the daemon's own is bound.
+    @Test(.enabled(
+        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"),
+        "needs /usr/bin/systemd-socket-activate"))
+    func adoptsTheLineAndTheVarlinkSocketByName() throws {
+        let dir = TestDirectory()
+        let line = dir.sub("accountd.sock")
+        let varlink = dir.sub("io.accountd")
+        let log = dir.sub("accountd.log")
+        try Files.write("{}\n", to: dir.sub("none.yaml"))
+        let process = try SystemdSupport.start(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", line, "-l", varlink, "--fdname=accountd.socket:varlink",
+                Binaries.accountd, "--data-root", dir.sub("data"), "--socket", dir.sub("own.sock"),
+                "--varlink-socket", dir.sub("own-varlink"), "--schema", Repository.sampleBundle, "--config", dir.sub("none.yaml"),
+                "--log-level", "debug",
+            ],
+            environment: ["PATH": "/usr/bin:/bin"], log: log)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        #expect(waitUntil(timeout: 10) { SystemdSupport.identity(of: varlink)?.isSocket == true }, "\(SystemdSupport.tail(log))")
+
+        // A connection to the line socket wakes it up.
+        #expect(try RawClient(socket: line).callOne("ping").error == nil)
+        let adopted = "listening on the socket systemd passed (fd 4 'varlink' at \(varlink)) for varlink"
+        #expect(
+            waitUntil(timeout: 10) { (try? String(contentsOfFile: log, encoding: .utf8))?.contains(adopted) == true },
+            "\(SystemdSupport.tail(log))")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("listening on the socket systemd passed (fd 3 'accountd.socket' at \(line))"), "\(text)")
+        #expect(SystemdSupport.identity(of: dir.sub("own.sock")) == nil && SystemdSupport.identity(of: dir.sub("own-varlink")) == nil)
+        #expect(SystemdSupport.stop(process, timeout: 30).status == 0, "\(SystemdSupport.tail(log))")
     }
 
     /// `LISTEN_PID` names another process: the sockets are not ours, so accountd binds its own.

@@ -8,6 +8,10 @@ public struct DaemonSettings: Sendable {
     public var dataRoot: String
     /// The socket path (`socket.path`, `ACCOUNTD_SOCKET_PATH`, `--socket`).
     public var socketPath: String
+    /// The varlink socket's path (`socket.varlink`, `ACCOUNTD_SOCKET_VARLINK`, `--varlink-socket`);
+    /// by default `$RUNTIME_DIRECTORY/io.accountd`, or `io.accountd` beside the line socket
+    /// when `RUNTIME_DIRECTORY` is not set. It has the line socket's mode.
+    public var varlinkSocketPath: String
     /// The socket's file mode (`socket.mode`, octal text, default "0660").
     public var socketMode: UInt32
     /// The schema bundle folder (`schema.dir`, `ACCOUNTD_SCHEMA_DIR`, `--schema`).

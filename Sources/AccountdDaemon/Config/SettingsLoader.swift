@@ -16,13 +16,19 @@ public struct SettingsLoader: Sendable {
         public var config: String?
         public var dataRoot: String?
         public var socket: String?
+        /// `--varlink-socket`.
+        public var varlinkSocket: String?
         public var schema: String?
         public var logLevel: String?
 
-        public init(config: String? = nil, dataRoot: String? = nil, socket: String? = nil, schema: String? = nil, logLevel: String? = nil) {
+        public init(
+            config: String? = nil, dataRoot: String? = nil, socket: String? = nil, varlinkSocket: String? = nil, schema: String? = nil,
+            logLevel: String? = nil
+        ) {
             self.config = config
             self.dataRoot = dataRoot
             self.socket = socket
+            self.varlinkSocket = varlinkSocket
             self.schema = schema
             self.logLevel = logLevel
         }
@@ -82,6 +88,7 @@ public struct SettingsLoader: Sendable {
         }
         set("data.root", flags.dataRoot)
         set("socket.path", flags.socket)
+        set("socket.varlink", flags.varlinkSocket)
         set("schema.dir", flags.schema)
         set("log.level", flags.logLevel)
 
@@ -162,10 +169,18 @@ public struct SettingsLoader: Sendable {
             throw Failure(description: "setting limits.idleTimeoutSeconds must be a number of seconds: \(error)")
         }
         guard idleTimeout >= 0 else { throw Failure(description: "setting limits.idleTimeoutSeconds may not be negative") }
+        let socketPath = try absolute(string("socket.path"))
+        // The varlink socket's default: $RUNTIME_DIRECTORY/io.accountd, else beside the line socket.
+        let varlinkDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/io.accountd"
+        let varlinkPath: String
+        do { varlinkPath = try reader.string(forKey: "socket.varlink") ?? varlinkDefault } catch {
+            throw Failure(description: "setting socket.varlink is not valid text: \(error)")
+        }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
-            socketPath: try absolute(string("socket.path")),
+            socketPath: socketPath,
+            varlinkSocketPath: try absolute(varlinkPath),
             socketMode: mode,
             schemaDirectory: try absolute(string("schema.dir")),
             logLevel: level,

@@ -30,6 +30,8 @@ struct Dispatcher: Sendable {
         var more: Bool
         /// When its line was admitted: the start of its latency.
         var received = ContinuousClock.now
+        /// The client asked for no reply (varlink's `oneway`): the call runs, its replies are dropped.
+        var oneway = false
     }
 
     /// What ``admit(_:peer:)`` made of a line.
@@ -38,6 +40,8 @@ struct Dispatcher: Sendable {
         case blank
         /// Refused, with the error reply.
         case refused(Reply)
+        /// Answered from memory by `org.varlink.service` (varlink framing only).
+        case served(Reply)
         case admitted(Call)
     }
 
@@ -64,11 +68,31 @@ struct Dispatcher: Sendable {
     }
 
     /// Decodes one request line, checks the peer's access and the request's parameters.
-    func admit(_ line: [UInt8], peer: PeerCredentials) -> Admission {
+    ///
+    /// `framing` says how the line is read: a line of the line protocol, or a varlink
+    /// message, whose `org.varlink.service` calls are answered here and whose `oneway`
+    /// calls get no reply, not even an error once the call was decoded.
+    func admit(_ line: [UInt8], peer: PeerCredentials, framing: Framing = .line) -> Admission {
         let received = ContinuousClock.now
         var method: Method?
+        var oneway = false
         do {
-            guard let request = try Request.decode(line) else { return .blank }
+            let request: Request
+            switch framing {
+            case .line:
+                guard let decoded = try Request.decode(line) else { return .blank }
+                request = decoded
+            case .varlink:
+                guard let call = try VarlinkCall.decode(line) else { return .blank }
+                oneway = call.oneway
+                switch call.target {
+                case .accountd(let decoded): request = decoded
+                case .getInfo: return oneway ? .blank : .served(Reply(services.varlinkInfo()))
+                case .getInterfaceDescription(let interface):
+                    let description = try VarlinkInterfaces.description(of: interface)
+                    return oneway ? .blank : .served(Reply(parameters: .object([("description", .string(description))])))
+                }
+            }
             method = request.method
             try checkAccess(request.method, peer: peer)
             if request.method.streaming == .required && !request.more {
@@ -76,11 +100,11 @@ struct Dispatcher: Sendable {
                     .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
                     facts: [("method", .string(request.method.qualifiedName))])
             }
-            return .admitted(Call(command: try Command(request), more: request.more, received: received))
+            return .admitted(Call(command: try Command(request), more: request.more, received: received, oneway: oneway))
         } catch {
             let refusal = reply(for: error, method: method)
             services.metrics.request(method, error: refusal.error, since: received)
-            return .refused(refusal)
+            return oneway ? .blank : .refused(refusal)
         }
     }
 

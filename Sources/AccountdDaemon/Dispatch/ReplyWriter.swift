@@ -72,3 +72,10 @@ struct ChannelTransport: ReplyTransport {
         }
     }
 }
+
+/// Drops every reply: the transport of a varlink `oneway` call, which runs for its effect
+/// and gets no reply.
+struct DroppedReplies: ReplyTransport {
+    func write(_ bytes: ByteBuffer) async throws(ClientGone) {}
+    func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone) {}
+}

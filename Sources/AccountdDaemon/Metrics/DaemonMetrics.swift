@@ -52,6 +52,11 @@ final class DaemonMetrics: Sendable {
     let factory: PrometheusMetricsFactory
     /// The account the ``Name/activeAccount`` gauge names now.
     private let shownActive = Mutex<String?>(nil)
+    /// Each method's success counter and latency timer, made once: recording a request
+    /// then costs no lookup in the registry and takes no lock.
+    private let perMethod: [Method: (ok: CoreMetrics.Counter, duration: CoreMetrics.Timer)]
+    /// The counters of the other outcomes, made the first time each is seen (errors are rare).
+    private let otherOutcomes = Mutex<[String: CoreMetrics.Counter]>([:])
 
     private static let bootstrapped = Atomic<Bool>(false)
 
@@ -74,6 +79,16 @@ final class DaemonMetrics: Sendable {
         ]
         factory.valueHistogramBuckets = [Name.commitBatchSize: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]]
         self.factory = factory
+        perMethod = Dictionary(
+            uniqueKeysWithValues: Method.allCases.map { method in
+                (
+                    method,
+                    (
+                        ok: CoreMetrics.Counter(label: Name.requests, dimensions: [("method", method.rawValue), ("outcome", "ok")], factory: factory),
+                        duration: CoreMetrics.Timer(label: Name.requestDuration, dimensions: [("method", method.rawValue)], factory: factory)
+                    )
+                )
+            })
         // Present from the start, at zero, so that a scrape shows them before anything happened.
         for name in [Name.migrations, Name.migrationSteps, Name.migrationFailures, Name.connectionsAccepted, Name.connectionsRefused] {
             _ = CoreMetrics.Counter(label: name, factory: factory)
@@ -112,10 +127,26 @@ final class DaemonMetrics: Sendable {
     /// One request ended with `outcome`: `ok`, an error's short name, or `ClientGone` when
     /// the client left before its replies were written.
     func request(_ method: Method?, outcome: String, since start: ContinuousClock.Instant) {
+        let elapsed = Self.nanoseconds(ContinuousClock.now - start)
+        if let method, let handles = perMethod[method] {
+            handles.duration.recordNanoseconds(elapsed)
+            if outcome == "ok" {
+                handles.ok.increment()
+                return
+            }
+        }
         let label = method?.rawValue ?? "unknown"
-        CoreMetrics.Counter(label: Name.requests, dimensions: [("method", label), ("outcome", outcome)], factory: factory).increment()
-        CoreMetrics.Timer(label: Name.requestDuration, dimensions: [("method", label)], factory: factory)
-            .recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start))
+        let counter = otherOutcomes.withLock { counters in
+            let key = label + " " + outcome
+            if let known = counters[key] { return known }
+            let made = CoreMetrics.Counter(label: Name.requests, dimensions: [("method", label), ("outcome", outcome)], factory: factory)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+        if method == nil {
+            CoreMetrics.Timer(label: Name.requestDuration, dimensions: [("method", label)], factory: factory).recordNanoseconds(elapsed)
+        }
     }
 
     // MARK: - Accounts

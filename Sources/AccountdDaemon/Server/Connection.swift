@@ -19,6 +19,10 @@ import NIOCore
 /// has handled every connection that was ready: like Redis, the daemon reads what is
 /// there first and writes the answers together.
 ///
+/// The same handler serves both framings (``Framing``): on the varlink socket it hands
+/// the dispatcher varlink messages, and a `oneway` call gets no reply at all; its bytes
+/// are ended with NUL by ``ReplyTerminator`` further down the pipeline.
+///
 /// Never throws at the client: a bad request gets an error reply, an oversized one an
 /// error reply and a closed connection, and everyone else is served.
 final class Connection: ChannelDuplexHandler {
@@ -38,6 +42,7 @@ final class Connection: ChannelDuplexHandler {
     private let dispatcher: Dispatcher
     private let hub: EventHub
     private let maximumRequestBytes: Int
+    private let framing: Framing
     private let logger: Logger
 
     private var machine = ConnectionStateMachine()
@@ -48,12 +53,16 @@ final class Connection: ChannelDuplexHandler {
     private var executor: EventLoopExecutor?
 
     /// A connection from `peer`, answering through `dispatcher`; `maximumRequestBytes` is
-    /// `requests.maxBytes`, quoted in `RequestTooLarge`.
-    init(peer: PeerCredentials, dispatcher: Dispatcher, hub: EventHub, maximumRequestBytes: Int, logger: Logger) {
+    /// `requests.maxBytes`, quoted in `RequestTooLarge`; `framing` says how its requests are read.
+    init(
+        peer: PeerCredentials, dispatcher: Dispatcher, hub: EventHub, maximumRequestBytes: Int, framing: Framing = .line,
+        logger: Logger
+    ) {
         self.peer = peer
         self.dispatcher = dispatcher
         self.hub = hub
         self.maximumRequestBytes = maximumRequestBytes
+        self.framing = framing
         self.logger = logger
         pending.reserveCapacity(1024)
     }
@@ -152,22 +161,23 @@ final class Connection: ChannelDuplexHandler {
     }
 
     /// Answers one request line: admitted and started by the dispatcher, run in a task
-    /// when it must wait.
+    /// when it must wait. A `oneway` call runs the same way, and its replies are dropped.
     private func answer(_ line: [UInt8], _ context: ChannelHandlerContext) {
         let call: Dispatcher.Call
-        switch dispatcher.admit(line, peer: peer) {
+        switch dispatcher.admit(line, peer: peer, framing: framing) {
         case .blank: return
-        case .refused(let reply):
+        case .refused(let reply), .served(let reply):
             append(reply)
             return
         case .admitted(let admitted): call = admitted
         }
+        let oneway = call.oneway
         let loop = context.eventLoop
         let committed = NIOLoopBound(
             { [self] (end: Dispatcher.Committed) in
                 switch end {
                 case .answered(let reply):
-                    append(reply)
+                    if !oneway { append(reply) }
                     finishRequest(context)
                 case .retry(let retry):
                     // A switch or restore closed the account's table: a task waits for it and retries.
@@ -176,24 +186,25 @@ final class Connection: ChannelDuplexHandler {
             }, eventLoop: loop)
         switch dispatcher.start(call, committed: { end in loop.execute { committed.value(end) } }) {
         case .answered(let reply):
-            append(reply)
+            if !oneway { append(reply) }
         case .committing:
             machine.requestStarted()
         case .task:
             machine.requestStarted()
             startTask(call, context)
         case .watch:
-            startWatch(context)
+            // A oneway Watch would stream to nobody.
+            if !oneway { startWatch(context) }
         }
     }
 
     /// The reply to a request that is refused; nil for a blank line, which is no request.
     /// A request that is not admitted gets the reason it is not; the others the refusal's.
     private func reply(refusing line: [UInt8], _ refusal: ConnectionStateMachine.Refusal) -> Reply? {
-        switch dispatcher.admit(line, peer: peer) {
+        switch dispatcher.admit(line, peer: peer, framing: framing) {
         case .blank: return nil
         case .refused(let reply): return reply
-        case .admitted: return reply(refusal)
+        case .served, .admitted: return reply(refusal)
         }
     }
 
@@ -217,7 +228,8 @@ final class Connection: ChannelDuplexHandler {
     /// Handles a request that waits for something (SQLite, the disk, a lock) in a task on this event loop.
     private func startTask(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) {
         flush(context)
-        let writer = ReplyWriter(ChannelTransport(channel: context.channel))
+        let transport: any ReplyTransport = call.oneway ? DroppedReplies() : ChannelTransport(channel: context.channel)
+        let writer = ReplyWriter(transport)
         let dispatcher = dispatcher
         let loop = context.eventLoop
         let resume = NIOLoopBound({ [self] in finishRequest(context) }, eventLoop: loop)

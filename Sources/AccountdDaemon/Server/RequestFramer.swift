@@ -3,6 +3,9 @@ import NIOCore
 
 /// Splits a connection's bytes into request lines, ahead of ``Connection`` in the pipeline.
 ///
+/// A line ends at its framing's terminator (``Framing/terminator``): `\n` on the line
+/// socket, NUL on the varlink socket; everything else is the same for both.
+///
 /// Each line read goes on as a ``ConnectionStateMachine/Frame/request(_:)``, in order, the
 /// moment its newline arrives; ``LineFramer`` does the splitting and keeps the length cap.
 /// A line over `requests.maxBytes` goes on as ``ConnectionStateMachine/Frame/tooLarge``,
@@ -29,10 +32,11 @@ final class RequestFramer: ChannelInboundHandler {
     /// ``RequestBegun`` went on for the bytes after the last line.
     private var begunReported = false
 
-    /// A framer for lines of at most `maximumRequestBytes` (`requests.maxBytes`), line ending not counted.
-    init(maximumRequestBytes: Int) {
+    /// A framer for lines of at most `maximumRequestBytes` (`requests.maxBytes`), line ending
+    /// not counted, each ended as `framing` says.
+    init(maximumRequestBytes: Int, framing: Framing = .line) {
         self.maximumRequestBytes = maximumRequestBytes
-        framer = LineFramer(maximumLineLength: maximumRequestBytes)
+        framer = LineFramer(maximumLineLength: maximumRequestBytes, delimiter: framing.terminator)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

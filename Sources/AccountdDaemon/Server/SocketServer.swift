@@ -7,6 +7,10 @@ import ServiceLifecycle
 
 /// The Unix-socket server: binds (or adopts) the socket and runs one ``RequestFramer`` and
 /// ``Connection`` per client.
+///
+/// The daemon runs one per socket: the line socket and the varlink socket, each with its
+/// ``Framing``, over the same dispatcher, the same access rules and one shared count of
+/// connections.
 struct SocketServer: Service {
     /// Where the listening socket comes from.
     enum Listener: Sendable {
@@ -17,11 +21,13 @@ struct SocketServer: Service {
     }
 
     let listener: Listener
+    /// How requests and replies are framed on this socket.
+    let framing: Framing
     let dispatcher: Dispatcher
     let hub: EventHub
     let maximumRequestBytes: Int
-    /// `limits.maxConnections`.
-    let maximumConnections: Int
+    /// The connections open on every socket, against `limits.maxConnections`.
+    let counter: ConnectionCounter
     /// `limits.idleTimeoutSeconds`; nil for no timeout.
     let idleTimeout: TimeAmount?
     let logger: Logger
@@ -35,8 +41,9 @@ struct SocketServer: Service {
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
         let idleTimeout = idleTimeout
-        let counter = ConnectionCounter(limit: maximumConnections, metrics: dispatcher.services.metrics)
-        let (dispatcher, hub, maximumRequestBytes, logger) = (dispatcher, hub, maximumRequestBytes, logger)
+        let (dispatcher, hub, maximumRequestBytes, framing, counter, logger) = (
+            dispatcher, hub, maximumRequestBytes, framing, counter, logger
+        )
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             guard let provider = channel as? SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
@@ -52,26 +59,31 @@ struct SocketServer: Service {
                         // Its events reach the connection, which closes only when nothing is in progress.
                         try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                     }
+                    if framing == .varlink {
+                        try pipeline.addHandler(ReplyTerminator())
+                    }
                     try pipeline.addHandlers(
-                        RequestFramer(maximumRequestBytes: maximumRequestBytes),
-                        Connection(peer: peer, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes, logger: logger))
+                        RequestFramer(maximumRequestBytes: maximumRequestBytes, framing: framing),
+                        Connection(
+                            peer: peer, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes, framing: framing,
+                            logger: logger))
                     return Accepted(channel: channel, peer: peer, admitted: true)
                 }
         }
         let server: NIOAsyncChannel<Accepted, Never>
         switch listener {
         case .bind(let path, let mode):
-            try Self.refuseLiveSocket(at: path)
+            try Self.refuseLiveSocket(at: path, flag: framing == .line ? "--socket" : "--varlink-socket")
             let previous = umask(0o117)
             defer { umask(previous) }
             server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
             guard chmod(path, mode_t(mode)) == 0 else {
                 throw SocketError(message: "cannot set mode \(String(mode, radix: 8)) on socket \(path): \(String(cString: strerror(errno)))")
             }
-            logger.info("listening on \(path) (mode \(String(mode, radix: 8)))")
+            logger.info("listening on \(path) (mode \(String(mode, radix: 8))\(framing == .varlink ? ", varlink" : ""))")
         case .adopt(let fd, let description):
             server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
-            logger.info("listening on the socket systemd passed (\(description))")
+            logger.info("listening on the socket systemd passed (\(description))\(framing == .varlink ? " for varlink" : "")")
         }
         onReady()
         try await withThrowingDiscardingTaskGroup { group in
@@ -106,16 +118,17 @@ struct SocketServer: Service {
             facts: [("limit", JSONValue(limit))]
         ).reply
         let channel = accepted.channel
-        try? await channel.writeAndFlush(ByteBuffer(string: reply.encoded())).get()
+        try? await channel.writeAndFlush(ByteBuffer(string: reply.encoded(for: framing))).get()
         try? await channel.close()
     }
 
     /// Refuses to take over a socket path where another daemon is still answering.
-    static func refuseLiveSocket(at path: String) throws {
+    /// `flag` is the option that chooses the path, named in the error.
+    static func refuseLiveSocket(at path: String, flag: String = "--socket") throws {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw SocketError(message: "\(path) exists and is not a socket; move it aside or choose another --socket")
+            throw SocketError(message: "\(path) exists and is not a socket; move it aside or choose another \(flag)")
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return }
@@ -130,7 +143,7 @@ struct SocketServer: Service {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         if connected == 0 {
-            throw SocketError(message: "another accountd is already serving on \(path); stop it first or choose another --socket")
+            throw SocketError(message: "another accountd is already serving on \(path); stop it first or choose another \(flag)")
         }
     }
 }
@@ -150,5 +163,5 @@ struct SocketError: Error, CustomStringConvertible {
 
 extension SocketServer: CustomStringConvertible {
     // ServiceLifecycle logs services by their description; never let it dump settings or the environment.
-    var description: String { "SocketServer" }
+    var description: String { "SocketServer(\(framing.rawValue))" }
 }

@@ -1,13 +1,28 @@
+import AccountdProtocol
 import CSystemd
 import Foundation
 
-/// The listening socket systemd passes with socket activation, if any.
+/// The listening sockets systemd passes with socket activation, if any.
+///
+/// `accountd.socket` passes two, told apart by their `FileDescriptorName=`: the line
+/// socket (`accountd`, or any name but `varlink`) and the varlink socket (`varlink`).
 enum SocketActivation {
-    /// The first passed socket and its name, when `LISTEN_FDS`/`LISTEN_PID` are set for this process.
+    /// The name that marks the varlink socket (`FileDescriptorName=varlink`).
+    static let varlinkName = "varlink"
+
+    /// One socket systemd passed.
+    struct Passed: Sendable {
+        var fd: CInt
+        var name: String
+    }
+
+    /// The passed sockets, one per framing: the first named `varlink` serves varlink, the
+    /// first with any other name the line protocol. Empty when `LISTEN_FDS`/`LISTEN_PID`
+    /// are not set for this process.
     ///
     /// `sd_listen_fds_with_names` checks `LISTEN_PID` against our pid and unsets the
     /// variables, so a child process never adopts our sockets.
-    static func passedSocket() -> (fd: CInt, name: String)? {
+    static func passedSockets() -> [Framing: Passed] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
         defer {
@@ -20,9 +35,15 @@ enum SocketActivation {
                 free(names)
             }
         }
-        guard count >= 1 else { return nil }
-        let name = names?[0].map { String(cString: $0) } ?? "unknown"
-        return (SD_LISTEN_FDS_START, name)
+        var passed: [Framing: Passed] = [:]
+        for index in 0..<max(0, Int(count)) {
+            let name = names?[index].map { String(cString: $0) } ?? "unknown"
+            let framing: Framing = name == varlinkName ? .varlink : .line
+            if passed[framing] == nil {
+                passed[framing] = Passed(fd: SD_LISTEN_FDS_START + CInt(index), name: name)
+            }
+        }
+        return passed
     }
 }
 

@@ -108,7 +108,7 @@ func answer(_ line: [UInt8], made: inout Int) {
     switch dispatcher.admit(line, peer: harness.peer) {
     case .blank:
         fatalError("a line that decodes to a request was taken as blank: \(failureContext())")
-    case .refused(let reply):
+    case .refused(let reply), .served(let reply):
         harness.statistics.immediate += 1
         replies = checked.check(Array(reply.encoded().utf8), for: request)
     case .admitted(let call):

@@ -172,10 +172,7 @@ public struct SettingsLoader: Sendable {
         let socketPath = try absolute(string("socket.path"))
         // The varlink socket's default: $RUNTIME_DIRECTORY/io.accountd, else beside the line socket.
         let varlinkDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/io.accountd"
-        let varlinkPath: String
-        do { varlinkPath = try reader.string(forKey: "socket.varlink") ?? varlinkDefault } catch {
-            throw Failure(description: "setting socket.varlink is not valid text: \(error)")
-        }
+        let varlinkPath = reader.string(forKey: "socket.varlink") ?? varlinkDefault
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),

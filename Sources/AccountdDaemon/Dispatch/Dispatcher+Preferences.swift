@@ -46,14 +46,18 @@ extension Dispatcher {
         guard let table = try tableAtOnce(place) else { return .task }
         let dispatcher = self
         table.apply(change) { result in
+            let reply: Reply
             do {
-                committed(.answered(try dispatcher.changed(place, change, existed: result.get())))
+                reply = try dispatcher.changed(place, change, existed: result.get())
             } catch is PreferenceDatabase.Closed where place.account != nil {
                 // The retry is for this account, even if another is active by then.
-                committed(.retry(Call(command: call.command.naming(place.account), more: call.more, received: call.received)))
+                committed(.retry(Call(command: call.command.naming(place.account), more: call.more, received: call.received, oneway: call.oneway)))
+                return
             } catch {
-                committed(.answered(dispatcher.reply(for: error, method: call.command.method)))
+                reply = dispatcher.reply(for: error, method: call.command.method)
             }
+            dispatcher.services.metrics.request(call.command.method, error: reply.error, since: call.received)
+            committed(.answered(reply))
         }
         return .committing
     }

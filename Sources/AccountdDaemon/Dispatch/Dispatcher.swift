@@ -113,10 +113,8 @@ struct Dispatcher: Sendable {
     /// `committed` is called on the committing thread once a change handed to its group
     /// commit is durably committed or has failed (see ``Committed``).
     func start(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
-        let start = startUncounted(call) { [metrics = services.metrics] outcome in
-            if case .answered(let reply) = outcome { metrics.request(call.command.method, error: reply.error, since: call.received) }
-            committed(outcome)
-        }
+        // A group commit's answer is counted where it is made (changeAtOnce).
+        let start = startUncounted(call, committed: committed)
         switch start {
         case .answered(let reply): services.metrics.request(call.command.method, error: reply.error, since: call.received)
         case .watch: services.metrics.request(.watch, error: nil, since: call.received)

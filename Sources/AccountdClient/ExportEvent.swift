@@ -8,8 +8,10 @@ import Darwin
 
 /// What ``AccountdClient/export(account:format:)`` yields: data, then the totals.
 public enum ExportEvent: Sendable {
-    /// A `jsonl` row, as the JSON text the daemon sent.
-    case row(ExportRowLine)
+    /// `jsonl` rows, in order, as the JSON text the daemon sent: the consecutive rows
+    /// that arrived together (one read of the socket), never none. An export has one row
+    /// per stored row, so they come in batches rather than one element each.
+    case rows([ExportRowLine])
     /// A piece of an `sql` dump or of an `sqlite` file.
     case chunk(ExportChunk)
     /// What was sent, to check the export against; always the last element.
@@ -57,11 +59,28 @@ enum ExportLines {
     private static let continuesSuffix = Array(",\"continues\":true}".utf8)
     private static let dataSuffix = Array("\"}".utf8) + continuesSuffix
 
-    /// Parses one export reply line.
-    static func parse(_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
-        if line.count > rowPrefix.count + continuesSuffix.count, line.starts(with: rowPrefix), line.hasSuffix(continuesSuffix) {
-            return (.row(ExportRowLine(json: line[parametersPrefix.count..<(line.count - continuesSuffix.count)])), false)
+    /// Parses the export reply lines at the start of `lines`: all the row replies there
+    /// are, as one ``ExportEvent/rows(_:)``, or else one other reply.
+    static func parse(_ lines: inout ArraySlice<[UInt8]>, _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
+        var rows: [ExportRowLine] = []
+        while let line = lines.first, let row = row(line) {
+            rows.append(row)
+            lines.removeFirst()
         }
+        if !rows.isEmpty { return (.rows(rows), false) }
+        return try parse(lines.removeFirst(), client)
+    }
+
+    /// The row in `line`, when it is a row reply as the daemon writes it.
+    private static func row(_ line: [UInt8]) -> ExportRowLine? {
+        guard line.count > rowPrefix.count + continuesSuffix.count, line.starts(with: rowPrefix), line.hasSuffix(continuesSuffix) else {
+            return nil
+        }
+        return ExportRowLine(json: line[parametersPrefix.count..<(line.count - continuesSuffix.count)])
+    }
+
+    /// Parses one export reply line other than a row as the daemon writes it.
+    private static func parse(_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
         if line.count >= dataPrefix.count + dataSuffix.count, line.starts(with: dataPrefix), line.hasSuffix(dataSuffix),
             let bytes = Base64.decode(line[dataPrefix.count..<(line.count - dataSuffix.count)])
         {
@@ -76,7 +95,7 @@ enum ExportLines {
         do {
             guard reply.continues else { return (.finished(try ExportTotals(parameters: reply.parameters)), true) }
             if ExportRow.isRow(reply.parameters) {
-                return (.row(ExportRowLine(json: Array(reply.parameters.serialized().utf8)[...])), false)
+                return (.rows([ExportRowLine(json: Array(reply.parameters.serialized().utf8)[...])]), false)
             }
             return (.chunk(try ExportChunk(parameters: reply.parameters)), false)
         } catch {

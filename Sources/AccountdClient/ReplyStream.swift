@@ -6,8 +6,9 @@ import AccountdProtocol
 /// last reply (see ``AccountdClient`` on sharing). Iterate it once. A request the client
 /// refused before sending (an invalid account name) throws at the first element.
 public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
-    /// Turns one reply line into an element; `last` is true for the request's final reply.
-    typealias Parse = @Sendable (_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
+    /// Turns the first of `lines` (or several, for an element that gathers replies) into
+    /// an element, removing what it used; `last` is true when that was the request's final reply.
+    typealias Parse = @Sendable (_ lines: inout ArraySlice<[UInt8]>, _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
 
     let client: AccountdClient
     /// What to send, or why it was refused before sending.
@@ -38,6 +39,13 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
         ///
         /// - Throws: ``AccountdClientError``: the daemon's error reply, or a lost connection.
         public func next() async throws -> Element? {
+            try await next(isolation: nil)
+        }
+
+        /// The next element, running on the caller's actor: a `for try await` loop takes
+        /// each of a batch's replies without a hop to another executor, which would cost
+        /// more than parsing the reply (an export has one reply per row).
+        public func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
             guard !finished else { return nil }
             if !started {
                 started = true
@@ -51,8 +59,7 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
             do {
                 while true {
                     if pending.isEmpty { pending = try await client.nextLines() }
-                    let line = pending.removeFirst()
-                    let (element, last) = try parse(line, client)
+                    let (element, last) = try parse(&pending, client)
                     if last {
                         finished = true
                         await client.giveBack(pending)
@@ -89,8 +96,8 @@ extension ReplyStream {
         element: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element,
         last: @escaping @Sendable (JSONValue) throws(ReplyDecodingError) -> Element?
     ) {
-        self.init(client: client, command: command) { line, client throws(AccountdClientError) in
-            let reply = try client.reply(line)
+        self.init(client: client, command: command) { lines, client throws(AccountdClientError) in
+            let reply = try client.reply(lines.removeFirst())
             do throws(ReplyDecodingError) {
                 return reply.continues ? (try element(reply.parameters), false) : (try last(reply.parameters), true)
             } catch {

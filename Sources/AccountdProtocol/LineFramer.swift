@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Splits a byte stream into lines, with a cap on line length.
 ///
 /// A line ends at its delimiter, `\n` unless told otherwise; with `\n`, a `\r` right
@@ -43,24 +49,33 @@ public struct LineFramer: Sendable {
     /// - Throws: ``LineTooLong`` when the next line exceeds the limit; the framer is then
     ///   unusable, as the stream has lost its framing.
     public mutating func nextLine() throws(LineTooLong) -> [UInt8]? {
-        while scanned < buffer.count {
-            if buffer[scanned] == delimiter {
-                var end = scanned
-                if delimiter == 0x0A && end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
-                let line = Array(buffer[consumed..<end])
-                scanned += 1
-                consumed = scanned
-                guard line.count <= maximumLineLength else { throw LineTooLong(limit: maximumLineLength) }
-                return line
-            }
-            scanned += 1
+        if let found = indexOfDelimiter() {
+            var end = found
+            if delimiter == 0x0A && end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
+            let line = Array(buffer[consumed..<end])
+            scanned = found + 1
+            consumed = scanned
+            guard line.count <= maximumLineLength else { throw LineTooLong(limit: maximumLineLength) }
+            return line
         }
+        scanned = buffer.count
         // No newline yet: refuse an unfinished line that is already too long. A final \r may
         // still turn out to be half of a \r\n, so it does not count yet.
         let pending = buffer.count - consumed
         let endsWithReturn = delimiter == 0x0A && pending > 0 && buffer[buffer.count - 1] == 0x0D
         if pending - (endsWithReturn ? 1 : 0) > maximumLineLength { throw LineTooLong(limit: maximumLineLength) }
         return nil
+    }
+
+    /// Where the next delimiter is, searching from ``scanned``: `memchr` over the buffer,
+    /// as this runs over every byte of every reply and request.
+    private func indexOfDelimiter() -> Int? {
+        guard scanned < buffer.count else { return nil }
+        return buffer.withUnsafeBufferPointer { bytes in
+            let start = bytes.baseAddress! + scanned
+            guard let hit = memchr(start, Int32(delimiter), bytes.count - scanned) else { return nil }
+            return UnsafeRawPointer(hit) - UnsafeRawPointer(bytes.baseAddress!)
+        }
     }
 
     /// What is left after the last complete line: the unterminated tail at end of input.

@@ -71,12 +71,14 @@ struct ExportCommand: AsyncParsableCommand {
         do {
             for try await event in await client.export(account: account, format: format) {
                 switch event {
-                case .row(let row):
-                    if printsEveryReply { Output.json(try row.decoded().parameters) }
-                    try sink?.append(row.json)
-                    try sink?.append(CollectionOfOne(UInt8(ascii: "\n")))
-                    received.rows += 1
-                    if received.rows % 4096 == 0 { progress.update(status: received.progressText(format)) }
+                case .rows(let rows):
+                    for row in rows {
+                        if printsEveryReply { Output.json(try row.decoded().parameters) }
+                        try sink?.append(row.json)
+                        try sink?.append(CollectionOfOne(UInt8(ascii: "\n")))
+                    }
+                    received.rows += Int64(rows.count)
+                    progress.update(status: received.progressText(format))
                 case .chunk(let chunk):
                     if printsEveryReply { Output.json(chunk.parameters) }
                     try received.take(chunk, format: format, into: sink)

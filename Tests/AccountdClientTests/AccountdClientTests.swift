@@ -190,7 +190,7 @@ import Testing
         var totals: ExportTotals?
         for try await event in await client.export(account: "alice", format: format) {
             switch event {
-            case .row(let row): rows.append(try row.decoded())
+            case .rows(let batch): rows += try batch.map { try $0.decoded() }
             case .chunk(.sql(let text)): sql += text
             case .chunk(.data(let data)): bytes += data
             case .finished(let last): totals = last
@@ -301,7 +301,7 @@ import Testing
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
                 + "INSERT INTO user_info(user_id, user_name) SELECT i, 'u' || i FROM n;")
         for try await event in await client.export(account: "alice") {
-            if case .row = event { break }
+            if case .rows = event { break }
         }
         let error = await clientError { try await client.ping() }
         guard case .connectionLost(_, let reason)? = error else {

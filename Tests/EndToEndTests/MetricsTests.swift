@@ -122,6 +122,29 @@ import Testing
         #expect(types["accountd_active_account"] == "gauge")
     }
 
+    @Test func requestsTheConnectionRefusesAreCounted() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        let before = Self.samples(try Self.metrics(daemon))
+
+        // A request behind a Watch, on the watching connection: refused by the connection.
+        let watcher = try daemon.client()
+        try watcher.send(#"{"method":"io.accountd.Watch","more":true}"# + "\n" + "status\n")
+        #expect(try watcher.readReply().error == .invalidRequest)
+        // A request over requests.maxBytes (1 MiB): refused before its method is read.
+        let big = try daemon.client()
+        // The daemon answers and closes once it has read past the limit, so the rest of the
+        // send may fail; the reply is waiting all the same.
+        _ = try? big.send(#"{"method":"io.accountd.Status","parameters":{"pad":""# + String(repeating: "x", count: 1 << 21) + "\"}}\n")
+        #expect(try big.readReply().error == .requestTooLarge)
+
+        let grown = Self.growth(before, Self.samples(try Self.metrics(daemon)))
+        #expect(grown[#"accountd_requests_total{method="Status",outcome="InvalidRequest"}"#] == 1, "\(grown)")
+        #expect(grown[#"accountd_requests_total{method="unknown",outcome="RequestTooLarge"}"#] == 1, "\(grown)")
+        #expect(grown[#"accountd_requests_total{method="Watch",outcome="ok"}"#] == 1, "\(grown)")
+    }
+
     @Test func theReplyIsText() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path)

@@ -50,6 +50,13 @@ struct VarlinkClientTests {
         #expect(out["remove"]?["account"] == "alice" && out["remove"]?["purged"] == false)
         #expect(out["oneway"] == .null && out["afterOneway"]?["value"] == 7, "a oneway call has no reply, and it ran")
 
+        // Watch on a connection of its own: a Set and a Switch made on another, as events.
+        let changed = try #require(out["watch"]?["changed"], "the watcher saw no change: \(out["watch"] ?? .null)")
+        #expect(changed["namespace"] == "user" && changed["scope"] == "account" && changed["account"] == "bob", "\(changed)")
+        #expect(changed["value"]?.intValue != nil && changed["deleted"] == false, "\(changed)")
+        let switched = try #require(out["watch"]?["switched"], "the watcher saw no switch: \(out["watch"] ?? .null)")
+        #expect(switched["account"] == "carol" && switched["action"] == "created", "\(switched)")
+
         let errors = try #require(out["errors"])
         #expect(errors["accountNotFound"]?["error"] == "io.accountd.AccountNotFound")
         #expect(errors["invalidAccountName"]?["error"] == "io.accountd.InvalidAccountName")

@@ -8,8 +8,46 @@ JSON object: each call's outcome under its name, for the Swift test to check.
 """
 import json
 import sys
+import threading
+import time
 
 import varlink
+
+
+def watch(client, accountd):
+    """Watches on a connection of its own while this one sets a preference.
+
+    The Set is repeated until the watcher has seen it (the Watch may begin after the
+    first Set), within a deadline; returns the first `changed` event for that key and
+    the switch event for the Switch made after it.
+    """
+    seen = {}
+    changed = threading.Event()
+    switched = threading.Event()
+
+    def run():
+        with client.open("io.accountd") as watcher:
+            for event in watcher.Watch(_more=True):
+                if event["event"] == "changed" and event.get("key") == "watched" and "changed" not in seen:
+                    seen["changed"] = event
+                    changed.set()
+                elif event["event"] == "switched" and "changed" in seen:
+                    seen["switched"] = event
+                    switched.set()
+                    return
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    value = 0
+    while not changed.is_set() and time.monotonic() < deadline:
+        value += 1
+        accountd.Set(namespace="user", key="watched", value=value, account="bob")
+        changed.wait(0.1)
+    if changed.is_set():
+        accountd.Switch(account="carol")
+        switched.wait(max(0, deadline - time.monotonic()))
+    return seen
 
 
 def main(address):
@@ -55,6 +93,7 @@ def main(address):
         error_of("keyNotFound", lambda: accountd.Get(namespace="user", key="nope", account="bob"))
         error_of("namespaceNotFound", lambda: accountd.Keys(namespace="nope"))
         error_of("accountActive", lambda: accountd.Remove(account="bob"))
+        out["watch"] = watch(client, accountd)  # last: it switches away from bob
     out["errors"] = errors
     print(json.dumps(out, sort_keys=True))
 

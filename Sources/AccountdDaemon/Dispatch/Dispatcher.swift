@@ -123,6 +123,15 @@ struct Dispatcher: Sendable {
         return start
     }
 
+    /// Counts a request the connection refuses itself with `reply` (`ShuttingDown`,
+    /// a watching connection, a request over the size limit) and returns the reply to
+    /// write: none for a `oneway` call. `call` is nil when the request could not be read
+    /// whole, so its method is unknown.
+    func refuse(_ call: Call?, with reply: Reply) -> Reply? {
+        services.metrics.request(call?.command.method, error: reply.error, since: call?.received ?? .now)
+        return call?.oneway == true ? nil : reply
+    }
+
     private func startUncounted(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
         do {
             switch call.command {

@@ -153,7 +153,7 @@ final class Connection: ChannelDuplexHandler {
                 yieldTurn(context)
                 return
             case .close(let last):
-                if let last { append(reply(last)) }
+                if let last, let reply = dispatcher.refuse(nil, with: reply(last)) { append(reply) }
                 finish(context)
                 return
             }
@@ -198,13 +198,15 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    /// The reply to a request that is refused; nil for a blank line, which is no request.
-    /// A request that is not admitted gets the reason it is not; the others the refusal's.
+    /// The reply to a request that is refused; nil for a blank line, which is no request,
+    /// and for a `oneway` call. A request that is not admitted gets the reason it is not
+    /// (and is counted as such); the others the refusal's.
     private func reply(refusing line: [UInt8], _ refusal: ConnectionStateMachine.Refusal) -> Reply? {
         switch dispatcher.admit(line, peer: peer, framing: framing) {
         case .blank: return nil
         case .refused(let reply): return reply
-        case .served, .admitted: return reply(refusal)
+        case .served: return reply(refusal)
+        case .admitted(let call): return dispatcher.refuse(call, with: reply(refusal))
         }
     }
 

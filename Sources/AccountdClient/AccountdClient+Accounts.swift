@@ -87,10 +87,15 @@ extension AccountdClient {
     }
 
     /// Migrates accounts to the bundle's version without switching to them: one result
-    /// per account as each finishes, then the summary. A failed account never stops the others.
-    public func migrate(_ selection: MigrateSelection) -> ReplyStream<MigrateEvent> {
+    /// per account as each finishes, then the summary.
+    ///
+    /// A failed account never stops the others, unless `rollout` says so: with a
+    /// `canary` of N, the first N accounts go first and the rest only if all of them
+    /// succeeded; with `maxFailures` F, nothing more begins once F accounts have failed.
+    /// The accounts not begun are `skipped`, and the summary says why in `stopped`.
+    public func migrate(_ selection: MigrateSelection, rollout: MigrateRollout = MigrateRollout()) -> ReplyStream<MigrateEvent> {
         ReplyStream(
-            client: self, command: Result { () throws(AccountdClientError) in .migrate(try selection.target()) },
+            client: self, command: Result { () throws(AccountdClientError) in .migrate(try selection.target(), rollout: rollout) },
             element: { parameters throws(ReplyDecodingError) in .account(try MigrateResult(parameters: parameters)) }, last: { parameters throws(ReplyDecodingError) in .summary(try MigrateSummary(parameters: parameters)) })
     }
 }

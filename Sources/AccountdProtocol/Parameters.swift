@@ -35,6 +35,16 @@ public struct Parameters: Sendable {
         }
     }
 
+    /// A whole number parameter within `range`, or nil when absent or null.
+    public func int(_ name: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case .int(let value)? where value >= range.lowerBound && value <= range.upperBound: return Int(value)
+        case let other?:
+            throw .invalidParameter(name, "parameter '\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(other.typeName == "number" ? other.serialized() : other.typeName)")
+        }
+    }
+
     /// An array of strings, or nil when absent or null.
     public func stringArray(_ name: String) throws(ProtocolError) -> [String]? {
         switch self[name] {

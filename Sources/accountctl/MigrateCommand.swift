@@ -8,15 +8,26 @@ struct MigrateCommand: AsyncParsableCommand {
         commandName: "migrate",
         abstract: "Migrate accounts to the bundle's version without switching to them.",
         discussion: """
-            Give the accounts, or --all for every account. Each is reported as migrated, \
-            current or failed; a failed account never stops the others. Exits 1 when any \
-            account failed. Needs an admin peer.
+            Give the accounts, or --all for every account. With --canary N, the first N \
+            accounts are migrated first, and the rest only if all of them succeeded; with \
+            --max-failures F, no account begins once F have failed. Accounts not begun are \
+            skipped; run the same command again to go on, as the accounts done are then \
+            current. Named accounts are reported one per line; with --all, only failures \
+            are, beside a progress bar with the rate and the time left. A table of the \
+            failures by error ends the output. Exits 1 when any account failed or was \
+            skipped. Needs an admin peer.
             """)
 
     @OptionGroup var global: GlobalOptions
 
     @Flag(help: "Migrate every account.")
     var all = false
+
+    @Option(help: ArgumentHelp("Migrate the first N accounts first; go on only if all succeed.", valueName: "n"))
+    var canary: Int?
+
+    @Option(help: ArgumentHelp("Begin no account once F have failed.", valueName: "f"))
+    var maxFailures: Int?
 
     @Argument(help: "The accounts to migrate.")
     var accounts: [String] = []
@@ -25,44 +36,88 @@ struct MigrateCommand: AsyncParsableCommand {
         if all && !accounts.isEmpty { throw ValidationError("give either --all or account names, not both") }
         if !all && accounts.isEmpty { throw ValidationError("name the accounts to migrate, or give --all") }
         for account in accounts { try validateAccountName(account) }
+        for (name, value) in [("--canary", canary), ("--max-failures", maxFailures)] {
+            if let value, !(1...MigrateRollout.maximum).contains(value) {
+                throw ValidationError("\(name) must be a whole number from 1 to \(MigrateRollout.maximum)")
+            }
+        }
     }
 
     func run() async throws {
-        let total: Int64? = all ? nil : Int64(accounts.count)
+        var total: Int64? = all ? nil : Int64(accounts.count)
         var progress = Progress("migrating", shown: !global.json)
         var done: Int64 = 0
+        var failures: [MigrateResult] = []
         progress.update(done: 0, total: total, force: true)
         var summary: MigrateSummary?
-        for try await event in try await global.connect().migrate(all ? .all : .accounts(accounts)) {
+        let rollout = MigrateRollout(canary: canary, maxFailures: maxFailures)
+        for try await event in try await global.connect().migrate(all ? .all : .accounts(accounts), rollout: rollout) {
             switch event {
             case .account(let entry):
                 if global.json {
                     Output.json(entry.parameters)
                     continue
                 }
+                if case .failed = entry.outcome { failures.append(entry) }
+                if let of = entry.of { total = Int64(of) }
                 done += 1
-                progress.clear()
-                print(Self.describe(entry))
-                Output.flush()
-                progress.update(done: done, total: total, detail: entry.account, force: true)
+                let shown = !all || entry.result == "failed"
+                if shown {
+                    progress.clear()
+                    print(Self.describe(entry))
+                    Output.flush()
+                }
+                progress.update(done: done, total: total, detail: all ? "" : entry.account, paced: all, force: shown)
             case .summary(let last):
                 summary = last
             }
         }
         progress.clear()
         guard let summary else { return }
-        let failed = summary.failed
+        let (failed, skipped) = (summary.failed, summary.skipped)
         if global.json {
             Output.json(summary.parameters)
         } else {
             let count = summary.count
             print(
                 "\(count) account\(count == 1 ? "" : "s"): \(summary.migrated) migrated, "
-                    + "\(summary.current) current, \(failed) failed")
+                    + "\(summary.current) current, \(failed) failed" + (skipped > 0 ? ", \(skipped) skipped" : ""))
+            if let stopped = summary.stopped { print(Self.explain(stopped, rollout)) }
+            if !failures.isEmpty { Self.failureTable(failures).print() }
         }
-        if failed > 0 {
-            throw ClientError.failed("\(failed) account\(failed == 1 ? "" : "s") failed to migrate")
+        if failed > 0 || skipped > 0 {
+            throw ClientError.failed(
+                [failed > 0 ? "\(failed) account\(failed == 1 ? "" : "s") failed to migrate" : nil,
+                 skipped > 0 ? "\(skipped) skipped" : nil].compactMap { $0 }.joined(separator: ", "))
         }
+    }
+
+    /// Why the rollout stopped, and what to do next.
+    static func explain(_ stopped: MigrateSummary.Stop, _ rollout: MigrateRollout) -> String {
+        switch stopped {
+        case .canary:
+            "stopped after the canary of \(rollout.canary ?? 0): an account of it failed; fix the cause and run the same command again"
+        case .maxFailures:
+            "stopped after \(rollout.maxFailures ?? 0) failure\(rollout.maxFailures == 1 ? "" : "s") (--max-failures); fix the cause and run the same command again"
+        }
+    }
+
+    /// The failures grouped by error: how many, and the first few accounts of each.
+    static func failureTable(_ failures: [MigrateResult]) -> Table {
+        var byError: [String: [String]] = [:]
+        var order: [String] = []
+        for entry in failures {
+            guard case .failed(let error, _) = entry.outcome else { continue }
+            let name = error.isEmpty ? "unknown" : ErrorName(rawValue: error).shortName
+            if byError[name] == nil { order.append(name) }
+            byError[name, default: []].append(entry.account)
+        }
+        var table = Table(headers: ["ERROR", "ACCOUNTS", "FOR EXAMPLE"], rightAligned: [1])
+        for name in order.sorted(by: { (byError[$0]!.count, $1) > (byError[$1]!.count, $0) }) {
+            let accounts = byError[name]!
+            table.rows.append([name, String(accounts.count), accounts.prefix(3).joined(separator: ", ") + (accounts.count > 3 ? ", ..." : "")])
+        }
+        return table
     }
 
     /// Why an account failed: `error` is either the words, or an error name with the
@@ -88,6 +143,8 @@ struct MigrateCommand: AsyncParsableCommand {
             line += "  version \(version)"
         case .failed(let error, let message):
             line += ": " + Self.failure(error: error, message: message)
+        case .skipped:
+            break
         }
         return line
     }

@@ -13,6 +13,8 @@ struct Progress {
     let label: String
     private let enabled: Bool
     private var lastDraw: UInt64 = 0
+    /// When the display was made: the start of the rate and of the time left.
+    private let began = Self.monotonicNanoseconds()
     private static let barWidth = 24
     private static let minimumInterval: UInt64 = 100_000_000
 
@@ -29,8 +31,9 @@ struct Progress {
     ///
     /// - Parameters:
     ///   - detail: a few words after the numbers, such as a migration's name.
+    ///   - paced: also show the rate since the display was made, and the time left.
     ///   - force: draw even if the last draw was under 100 ms ago.
-    mutating func update(done: Int64, total: Int64?, detail: String = "", force: Bool = false) {
+    mutating func update(done: Int64, total: Int64?, detail: String = "", paced: Bool = false, force: Bool = false) {
         guard shouldDraw(force: force) else { return }
         var line = label
         if let total, total > 0 {
@@ -41,6 +44,7 @@ struct Progress {
         } else {
             line += ": " + Output.count(done)
         }
+        if paced { line += pace(done: done, total: total) }
         if !detail.isEmpty { line += " " + detail }
         draw(line)
     }
@@ -52,6 +56,19 @@ struct Progress {
     mutating func update(status: @autoclosure () -> String, force: Bool = false) {
         guard shouldDraw(force: force) else { return }
         draw(label + ": " + status())
+    }
+
+    /// ` 41/s, 2:05 left`: the rate so far and, with a total, the time the rest takes at it.
+    private func pace(done: Int64, total: Int64?) -> String {
+        let seconds = Double(lastDraw &- began) / 1e9
+        guard done > 0, seconds > 0 else { return "" }
+        let rate = Double(done) / seconds
+        var text = rate >= 10 ? " \(Int(rate.rounded()))/s" : " \((rate * 10).rounded() / 10)/s"
+        if let total, total > done {
+            let left = Int((Double(total - done) / rate).rounded(.up))
+            text += ", " + (left >= 3600 ? "\(left / 3600)h\(String(format2: left / 60 % 60))m" : "\(left / 60):\(String(format2: left % 60))") + " left"
+        }
+        return text
     }
 
     /// Erases the line.
@@ -79,5 +96,12 @@ struct Progress {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}
+
+extension String {
+    /// A number from 0 to 99 in two digits: `07`.
+    fileprivate init(format2 number: Int) {
+        self = number < 10 ? "0\(number)" : "\(number)"
     }
 }

@@ -21,8 +21,9 @@ import Testing
     static let samples: [AccountdProtocol.Method: [any ReplyModel]] = {
         let snapshot = SnapshotEntry(snapshot: "20260101T000000Z-manual", version: 3, createdAt: "2026-01-01T00:00:00Z", sizeBytes: 4096)
         let edited = EditedMigrationInfo(version: 2, name: "0002_x.sql", appliedSha256: "a", bundleSha256: "b")
-        let migrated = MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 1, version: 3))
+        let migrated = MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 1, version: 3), of: 3)
         let failed = MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.MigrationFailed", message: "no"))
+        let skipped = MigrateResult(account: "carol", outcome: .skipped, of: 3)
         return [
             .info: [
                 InfoReply(version: "1.0", pid: 1, uptimeSeconds: 2, dataRoot: "/var/lib/accountd", bundle: .init(version: 3, fingerprint: "f"))
@@ -52,7 +53,10 @@ import Testing
             .restore: [RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3))],
             .snapshot: [snapshot],
             .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot)],
-            .migrate: [migrated, failed, MigrateSummary(count: 2, migrated: 1, current: 0, failed: 1, results: [migrated, failed])],
+            .migrate: [
+                migrated, failed, skipped,
+                MigrateSummary(count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped]),
+            ],
             .get: [PreferenceValue(value: "dark")],
             .set: [EmptyReply()],
             .delete: [EmptyReply()],
@@ -96,7 +100,7 @@ import Testing
         let interface = try Self.interface()
         let snapshot = SnapshotEntry(snapshot: "s", version: 1, createdAt: "t", sizeBytes: 1)
         let edited = EditedMigrationInfo(version: 2, name: "n", appliedSha256: "a", bundleSha256: "b")
-        let migrated = MigrateResult(account: "a", outcome: .done(result: "migrated", fromVersion: 1, version: 2))
+        let migrated = MigrateResult(account: "a", outcome: .done(result: "migrated", fromVersion: 1, version: 2), of: 1)
         let failed = MigrateResult(account: "a", outcome: .failed(error: "e", message: "m"))
         let keys: (JSONValue) -> Set<String> = { Set(($0.objectValue ?? []).map { $0.0 }) }
         #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot.parameters))

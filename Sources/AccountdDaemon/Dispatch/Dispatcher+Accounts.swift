@@ -40,9 +40,10 @@ extension Dispatcher {
         try await writer.send(Reply(reply))
     }
 
-    /// Migrates the accounts `migrateConcurrency` at a time; with `more`, one reply per
-    /// account as each finishes. A failed account never stops the others.
-    func migrate(_ target: MigrateTarget, more: Bool, writer: ReplyWriter) async throws {
+    /// Migrates the accounts `migrateConcurrency` at a time, staged as `rollout` says;
+    /// with `more`, one reply per account as each finishes. A failed account stops the
+    /// others only through the rollout's bounds; the accounts then not begun are `skipped`.
+    func migrate(_ target: MigrateTarget, rollout: MigrateRollout, more: Bool, writer: ReplyWriter) async throws {
         let switching = services.switching
         let accounts: [AccountName] =
             switch target {
@@ -52,42 +53,47 @@ extension Dispatcher {
         try await writer.flush()
 
         var results: [MigrateResult] = []
-        var counts = ["migrated": 0, "current": 0, "failed": 0]
-        let dispatcher = self
-        try await withThrowingTaskGroup(of: MigrateResult.self) { group in
-            var pending = accounts[...]
-            func startNext() {
-                guard let account = pending.popFirst() else { return }
-                group.addTask {
-                    do {
-                        let outcome = try await switching.migrateOne(account)
-                        return MigrateResult(
-                            account: account.rawValue,
-                            outcome: .done(
-                                result: outcome.action == .migrated ? "migrated" : "current", fromVersion: outcome.fromVersion,
-                                version: outcome.version))
-                    } catch {
-                        let reply = dispatcher.reply(for: error, method: .migrate)
-                        return MigrateResult(
-                            account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))
-                    }
-                }
-            }
-            for _ in 0..<max(1, migrateConcurrency) { startNext() }
-            while let result = try await group.next() {
-                counts[result.result, default: 0] += 1
-                if more {
-                    try await writer.send(Reply(result, continues: true))
-                    try await writer.flush()
-                } else {
-                    results.append(result)
-                }
-                startNext()
+        var tally = MigrateTally(count: accounts.count)
+        var gate = RolloutGate(rollout, concurrency: max(1, migrateConcurrency))
+        var pending = accounts[...]
+        func report(_ result: MigrateResult) async throws {
+            tally.add(result)
+            if more {
+                try await writer.send(Reply(MigrateResult(account: result.account, outcome: result.outcome, of: accounts.count), continues: true))
+                try await writer.flush()
+            } else {
+                results.append(result)
             }
         }
-        let summary = MigrateSummary(
-            count: accounts.count, migrated: counts["migrated"] ?? 0, current: counts["current"] ?? 0, failed: counts["failed"] ?? 0,
-            results: more ? nil : results)
-        try await writer.send(Reply(summary))
+        let dispatcher = self
+        try await withThrowingTaskGroup(of: MigrateResult.self) { group in
+            func startWhatMay() {
+                while gate.mayStart, let account = pending.popFirst() {
+                    gate.started()
+                    group.addTask { await dispatcher.migrateOne(account, with: switching) }
+                }
+            }
+            startWhatMay()
+            while let result = try await group.next() {
+                gate.finished(failed: result.result == "failed")
+                try await report(result)
+                startWhatMay()
+            }
+        }
+        for account in pending { try await report(MigrateResult(account: account.rawValue, outcome: .skipped)) }
+        try await writer.send(Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results)))
+    }
+
+    /// Migrates one account for `Migrate`: its result, a failure included.
+    private func migrateOne(_ account: AccountName, with switching: SwitchService) async -> MigrateResult {
+        do {
+            let outcome = try await switching.migrateOne(account)
+            return MigrateResult(
+                account: account.rawValue,
+                outcome: .done(result: outcome.action == .migrated ? "migrated" : "current", fromVersion: outcome.fromVersion, version: outcome.version))
+        } catch {
+            let reply = reply(for: error, method: .migrate)
+            return MigrateResult(account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))
+        }
     }
 }

@@ -197,8 +197,8 @@ struct Dispatcher: Sendable {
             try await list(details: details, writer: writer)
         case .switchAccount(let account, let create):
             try await switchAccount(account, create: create, more: call.more, writer: writer)
-        case .migrate(let target):
-            try await migrate(target, more: call.more, writer: writer)
+        case .migrate(let target, let rollout):
+            try await migrate(target, rollout: rollout, more: call.more, writer: writer)
         case .export(let account, let format):
             try await export(account, format: format, writer: writer)
         case .verify(let account):

@@ -18,7 +18,12 @@ extension Command {
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
             self = .switchAccount(account: try parameters.requiredAccount(), create: try parameters.bool("create") ?? true)
-        case .migrate: self = .migrate(try Self.migrateTarget(parameters))
+        case .migrate:
+            self = .migrate(
+                try Self.migrateTarget(parameters),
+                rollout: MigrateRollout(
+                    canary: try parameters.int("canary", in: 1...MigrateRollout.maximum),
+                    maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum)))
         case .export:
             let name = try parameters.string("format") ?? ExportFormat.jsonl.rawValue
             guard let format = ExportFormat(rawValue: name) else {
@@ -65,8 +70,13 @@ extension Command {
         case .switchAccount(let name, let create):
             account(name)
             if !create { pairs.append(("create", false)) }
-        case .migrate(.all): pairs.append(("all", true))
-        case .migrate(.accounts(let names)): pairs.append(("accounts", .array(names.map { .string($0.rawValue) })))
+        case .migrate(let target, let rollout):
+            switch target {
+            case .all: pairs.append(("all", true))
+            case .accounts(let names): pairs.append(("accounts", .array(names.map { .string($0.rawValue) })))
+            }
+            if let canary = rollout.canary { pairs.append(("canary", JSONValue(canary))) }
+            if let maxFailures = rollout.maxFailures { pairs.append(("maxFailures", JSONValue(maxFailures))) }
         case .export(let name, let format):
             account(name)
             pairs.append(("format", .string(format.rawValue)))

@@ -19,8 +19,9 @@ public enum Command: Sendable, Hashable {
     case list(details: Bool)
     /// `Switch`: make `account` active, creating it unless `create` is false.
     case switchAccount(account: AccountName, create: Bool)
-    /// `Migrate`: bring accounts to the bundle's version without switching.
-    case migrate(MigrateTarget)
+    /// `Migrate`: bring accounts to the bundle's version without switching, in stages
+    /// when `rollout` says so.
+    case migrate(MigrateTarget, rollout: MigrateRollout = MigrateRollout())
     /// `Export`: an account's data, streamed.
     case export(account: AccountName, format: ExportFormat)
     /// `Verify`: check an account's file against the bundle.
@@ -77,6 +78,28 @@ public enum MigrateTarget: Sendable, Hashable {
     case all
     /// These accounts (at least one), in this order.
     case accounts([AccountName])
+}
+
+/// How `Migrate` stages its work: a canary first, and a bound on failures.
+///
+/// Accounts are taken in the target's order. With a `canary` of N, the first N accounts
+/// are migrated and the rest begin only if all N succeeded (`migrated` or `current`).
+/// With `maxFailures` F, no account begins once F have failed. The accounts not begun
+/// are reported `skipped`; running the same Migrate again resumes, as the accounts it
+/// did are now `current`.
+public struct MigrateRollout: Sendable, Hashable {
+    /// The most accepted for either bound.
+    public static let maximum = 1_000_000_000
+
+    /// How many accounts to migrate first, before any other begins; nil for no canary.
+    public var canary: Int?
+    /// How many failures stop the rollout; nil for none (a failed account never stops the others).
+    public var maxFailures: Int?
+
+    public init(canary: Int? = nil, maxFailures: Int? = nil) {
+        self.canary = canary
+        self.maxFailures = maxFailures
+    }
 }
 
 /// The formats `Export` streams in.

@@ -5,25 +5,32 @@ public struct MigrateResult: ReplyModel {
     public enum Outcome: Hashable, Sendable {
         /// `migrated` or `current`, with the versions before and after.
         case done(result: String, fromVersion: Int?, version: Int)
-        /// `failed`: the error's wire name and message. A failed account never stops the others.
+        /// `failed`: the error's wire name and message. A failed account never stops the
+        /// others, unless the rollout's `maxFailures` is reached.
         case failed(error: String, message: String?)
+        /// `skipped`: not begun, because the rollout stopped (see ``MigrateRollout``).
+        case skipped
     }
 
-    enum Key: String { case account, result, fromVersion, version, error, message }
+    enum Key: String { case account, result, fromVersion, version, error, message, of }
 
     public var account: String
     public var outcome: Outcome
+    /// How many accounts the Migrate works on: set in streamed replies, for progress.
+    public var of: Int?
 
-    public init(account: String, outcome: Outcome) {
+    public init(account: String, outcome: Outcome, of: Int? = nil) {
         self.account = account
         self.outcome = outcome
+        self.of = of
     }
 
-    /// `migrated`, `current` or `failed`.
+    /// `migrated`, `current`, `failed` or `skipped`.
     public var result: String {
         switch outcome {
         case .done(let result, _, _): result
         case .failed: "failed"
+        case .skipped: "skipped"
         }
     }
 
@@ -34,11 +41,15 @@ public struct MigrateResult: ReplyModel {
     init(_ reader: ReplyReader) throws(ReplyDecodingError) {
         account = try reader.string(Key.account)
         let result = try reader.string(Key.result)
-        if result == "failed" {
+        switch result {
+        case "failed":
             outcome = .failed(error: try reader.optionalString(Key.error) ?? "", message: try reader.optionalString(Key.message))
-        } else {
+        case "skipped":
+            outcome = .skipped
+        default:
             outcome = .done(result: result, fromVersion: try reader.optionalInt(Key.fromVersion), version: try reader.int(Key.version))
         }
+        of = try reader.optionalInt(Key.of)
     }
 
     public var parameters: JSONValue {
@@ -52,7 +63,10 @@ public struct MigrateResult: ReplyModel {
         case .failed(let error, let message):
             object.add(Key.error, .string(error))
             object.add(Key.message, JSONValue(message))
+        case .skipped:
+            break
         }
+        object.addIfPresent(Key.of, of.map(JSONValue.init))
         return object.value
     }
 }

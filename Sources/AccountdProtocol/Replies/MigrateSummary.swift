@@ -1,20 +1,37 @@
-/// The last reply of `Migrate`: the counts, and without `more: true` every account's result.
+/// The last reply of `Migrate`: the counts, why a rollout stopped, and without
+/// `more: true` every account's result.
 public struct MigrateSummary: ReplyModel {
-    enum Key: String { case count, migrated, current, failed, results }
+    /// What stopped a staged rollout (see ``MigrateRollout``).
+    public enum Stop: String, Sendable, Hashable {
+        /// An account of the canary failed.
+        case canary
+        /// `maxFailures` accounts failed.
+        case maxFailures
+    }
+
+    enum Key: String { case count, migrated, current, failed, skipped, stopped, results }
 
     /// How many accounts were asked for.
     public var count: Int
     public var migrated: Int
     public var current: Int
     public var failed: Int
+    /// The accounts not begun because the rollout stopped.
+    public var skipped: Int
+    /// Why the rollout stopped early; nil when every account was begun.
+    public var stopped: Stop?
     /// Every account's result when the request did not stream them; nil when it did.
     public var results: [MigrateResult]?
 
-    public init(count: Int, migrated: Int, current: Int, failed: Int, results: [MigrateResult]? = nil) {
+    public init(
+        count: Int, migrated: Int, current: Int, failed: Int, skipped: Int = 0, stopped: Stop? = nil, results: [MigrateResult]? = nil
+    ) {
         self.count = count
         self.migrated = migrated
         self.current = current
         self.failed = failed
+        self.skipped = skipped
+        self.stopped = stopped
         self.results = results
     }
 
@@ -24,6 +41,15 @@ public struct MigrateSummary: ReplyModel {
         migrated = try reader.int(Key.migrated)
         current = try reader.int(Key.current)
         failed = try reader.int(Key.failed)
+        skipped = try reader.int(Key.skipped)
+        if let stop = try reader.optionalString(Key.stopped) {
+            guard let known = Stop(rawValue: stop) else {
+                throw ReplyDecodingError(model: "Migrate", key: Key.stopped.rawValue, expected: "canary or maxFailures", found: stop)
+            }
+            stopped = known
+        } else {
+            stopped = nil
+        }
         results = reader.has(Key.results) ? try reader.array(Key.results, MigrateResult.init) : nil
     }
 
@@ -33,6 +59,8 @@ public struct MigrateSummary: ReplyModel {
         object.add(Key.migrated, JSONValue(migrated))
         object.add(Key.current, JSONValue(current))
         object.add(Key.failed, JSONValue(failed))
+        object.add(Key.skipped, JSONValue(skipped))
+        object.addIfPresent(Key.stopped, stopped.map { .string($0.rawValue) })
         object.addIfPresent(Key.results, results.map { .array($0.map(\.parameters)) })
         return object.value
     }

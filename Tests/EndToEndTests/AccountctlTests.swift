@@ -185,12 +185,15 @@ import Testing
         let socket = daemon.socket
         #expect(try E2E.accountctl(["snapshots", "alice"], socket: socket).stdout.contains("No snapshots"))
 
-        let migrate = try E2E.accountctl(["migrate", "--all"], socket: socket)
+        // Named accounts are reported one per line; --all reports only failures.
+        let migrate = try E2E.accountctl(["migrate", "alice", "bob", "carol"], socket: socket)
         #expect(migrate.status == 0, "\(migrate.stderr)")
         #expect(migrate.stdout.contains("3 accounts: 2 migrated, 1 current, 0 failed"), "\(migrate.stdout)")
         #expect(migrate.stdout.split(separator: "\n").contains { $0.hasPrefix("migrated") && $0.contains("alice") && $0.contains("2 -> 3") }, "\(migrate.stdout)")
         #expect(migrate.stdout.split(separator: "\n").contains { $0.hasPrefix("current") && $0.contains("carol") }, "\(migrate.stdout)")
         #expect(try E2E.userVersion(alice) == 3)
+        let again = try E2E.accountctl(["migrate", "--all"], socket: socket)
+        #expect(again.status == 0 && again.stdout == "3 accounts: 0 migrated, 3 current, 0 failed\n", "\(again.stdout)")
         // Migrate switches nothing.
         #expect(try daemon.client().callOne("status").parameters["active"] == .null)
 

@@ -42,7 +42,13 @@ struct SnapshotStore: Sendable {
         do {
             let queue = try DatabaseQueue(
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
-            try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [temp]) }
+            try queue.inDatabase { db in
+                // VACUUM INTO writes the copy with this connection's synchronous level. The copy
+                // is fsynced whole below before it is renamed into place, so syncing it while it
+                // is written (its journal, its folder, the file: four flushes) buys nothing.
+                try db.execute(sql: "PRAGMA synchronous = OFF")
+                try db.execute(sql: "VACUUM INTO ?", arguments: [temp])
+            }
             try queue.close()
             try FileSystem.fsyncFile(temp)
             try FileSystem.durableRename(temp, to: path)

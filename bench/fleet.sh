@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Fleet benchmark: ACCOUNTS accounts at version 1 of the sample bundle, then, on the
+# release build:
+#   - start-up (launch to the first answered Ping), RSS idle, Status p50 (1 client), List;
+#   - Migrate {all} to version 3 through `accountctl migrate --all`, and RSS after it;
+#   - beside it, in the same run, the loop an operator would write by hand (bench/fleet.py:
+#     Python's sqlite3, one transaction per file, synchronous=FULL) on copies of the same
+#     files, and the ratio.
+#
+#   bash bench/fleet.sh [ACCOUNTS]      (default 1000; the issue's large run is 100000)
+#
+# The figures go into docs/PERFORMANCE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ACCOUNTS=${1:-1000}
+bash scripts/install-deps.sh sqlite3 bc >/dev/null
+swift build -c release >/dev/null
+BIN=$(swift build -c release --show-bin-path)
+work=$(mktemp -d /tmp/accountd-fleet.XXXXXX)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+gcc -O2 -pthread -o "$work/loadgen" bench/loadgen.c
+now() { date +%s.%N; }
+since() { echo "$(now) - $1" | bc -l; }
+rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+
+echo "machine: $(nproc) cores; $ACCOUNTS accounts; sqlite $(sqlite3 --version | cut -d' ' -f1); $(df -T "$work" | awk 'NR == 2 {print $2}') at $work"
+mkdir -p "$work/v1/migrations"
+cp config/schema/migrations/0001_*.sql "$work/v1/migrations/"
+"$BIN/accountd" migrate --create --data-root "$work/seed" --schema "$work/v1" template >/dev/null
+t0=$(now)
+python3 bench/fleet.py make "$work/seed/accounts/template.sqlite" "$work/data/accounts" "$ACCOUNTS"
+cp -a "$work/data/accounts" "$work/loop"
+sync
+printf 'made %d accounts at version 1 in %.1f s (and a copy for the loop)\n' "$ACCOUNTS" "$(since "$t0")"
+
+# Start-up: launch to the first answered Ping.
+t0=$(now)
+"$BIN/accountd" --config /dev/null --data-root "$work/data" --socket "$work/sock" --schema config/schema --log-level warning 2>"$work/log" &
+pid=$!
+until "$BIN/accountctl" --socket "$work/sock" ping >/dev/null 2>&1; do sleep 0.005; done
+startup=$(since "$t0")
+sleep 1
+idle=$(rss_mb "$pid")
+status=$("$work/loadgen" "$work/sock" 1 3 1 status | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p')
+t0=$(now)
+listed=$("$BIN/accountctl" --socket "$work/sock" list | wc -l)
+list=$(since "$t0")
+printf 'start-up %.3f s | RSS idle %s MB | Status p50 %s ms (1 client) | List %.2f s (%s lines)\n' "$startup" "$idle" "$status" "$list" "$listed"
+
+sync
+t0=$(now)
+"$BIN/accountctl" --socket "$work/sock" migrate --all | tail -1
+daemon=$(since "$t0")
+after=$(rss_mb "$pid")
+sync
+loop=$(python3 bench/fleet.py migrate "$work/loop" config/schema/migrations/0002_*.sql config/schema/migrations/0003_*.sql)
+printf 'Migrate {all}: accountd %.2f s (%.2f ms per account) | Python loop %.2f s (%.2f ms) | %.2fx (target <= 1.2x)\n' \
+    "$daemon" "$(echo "$daemon * 1000 / $ACCOUNTS" | bc -l)" "$loop" "$(echo "$loop * 1000 / $ACCOUNTS" | bc -l)" "$(echo "$daemon / $loop" | bc -l)"
+printf 'RSS: idle %s MB, after migrating %s MB (+%.1f MB; target <= +10 MB)\n' "$idle" "$after" "$(echo "$after - $idle" | bc -l)"
+v=$(sqlite3 "$work/data/accounts/u000001.sqlite" 'PRAGMA user_version')
+w=$(sqlite3 "$work/loop/u000001.sqlite" 'PRAGMA user_version')
+echo "check: accountd's u000001 at version $v, the loop's at $w"

@@ -200,8 +200,13 @@ final class SwitchService: Sendable {
         case .migrated:
             metadata["migration_from"] = "\(outcome.fromVersion ?? 0)"
             metadata["migration_to"] = "\(outcome.version)"
+            // Where the time went: the snapshot, the migration's transaction, and the rest
+            // (reading the file's facts, on-open.sql, bookkeeping).
+            let (snapshot, transaction) = (outcome.snapshotMs ?? 0, outcome.migrationMs ?? 0)
+            metadata["snapshot_ms"] = "\(Self.tenths(snapshot))"
+            metadata["transaction_ms"] = "\(Self.tenths(transaction))"
             logger.notice(
-                "account \(outcome.account) migrated from version \(outcome.fromVersion ?? 0) to \(outcome.version) in \(Int(outcome.durationMs)) ms",
+                "account \(outcome.account) migrated from version \(outcome.fromVersion ?? 0) to \(outcome.version) in \(Self.tenths(outcome.durationMs)) ms (snapshot \(Self.tenths(snapshot)) ms, transaction \(Self.tenths(transaction)) ms, the rest \(Self.tenths(outcome.durationMs - snapshot - transaction)) ms)",
                 metadata: metadata)
         case .created:
             logger.notice("account \(outcome.account) created at version \(outcome.version)", metadata: metadata)
@@ -214,6 +219,9 @@ final class SwitchService: Sendable {
                 metadata: metadata)
         }
     }
+
+    /// Milliseconds to one decimal, for the log.
+    private static func tenths(_ milliseconds: Double) -> Double { (milliseconds * 10).rounded() / 10 }
 
     /// The daemon-wide status. Never waits.
     func daemonStatus() -> DaemonStatus {

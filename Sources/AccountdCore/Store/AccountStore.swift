@@ -42,11 +42,16 @@ public final class AccountStore: Sendable {
     public let bundle: SchemaBundle
     public let options: Options
     let locks: AccountLocks
-    /// Files that passed the deep check, by the stamp they had then: an unchanged file is not scanned again.
-    let checked = Mutex<[AccountName: FileStamp]>([:])
+    /// Files that passed the deep check, by the stamp they had then: an unchanged file is not
+    /// scanned again. Bounded, like ``known``: a forgotten file is only checked again.
+    let checked = Mutex(BoundedCache<AccountName, FileStamp>(capacity: AccountStore.rememberedAccounts))
     /// What the last inspection found, by the stamps of the file and its WAL: switching back
     /// to an account whose files did not change reads nothing.
-    let known = Mutex<[AccountName: (main: FileStamp, wal: FileStamp?, facts: AccountFacts)]>([:])
+    let known = Mutex(
+        BoundedCache<AccountName, (main: FileStamp, wal: FileStamp?, facts: AccountFacts)>(capacity: AccountStore.rememberedAccounts))
+    /// How many accounts' facts are remembered at most: the working set of switches, while
+    /// a fleet of any size touched by `Migrate` leaves memory flat.
+    static let rememberedAccounts = 4096
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root

@@ -1,0 +1,31 @@
+import Testing
+
+@testable import AccountdCore
+
+/// The bound on the store's per-account facts: the oldest entries go first, a removed key
+/// leaves no ghost, and a long run of new keys keeps the count (and the key order) bounded.
+@Suite struct BoundedCacheTests {
+    @Test func theOldestGoFirstAndReplacingKeepsThePlace() {
+        var cache = BoundedCache<String, Int>(capacity: 3)
+        cache["a"] = 1
+        cache["b"] = 2
+        cache["c"] = 3
+        cache["a"] = 10  // a new value, same place
+        cache["d"] = 4  // over the capacity: the oldest, a, goes
+        #expect(cache["a"] == nil && cache["b"] == 2 && cache["c"] == 3 && cache["d"] == 4 && cache.count == 3)
+        cache["c"] = nil
+        cache["e"] = 5
+        cache["f"] = 6  // b goes; c was already forgotten by hand
+        #expect(cache["b"] == nil && cache["c"] == nil && cache["d"] == 4 && cache["e"] == 5 && cache["f"] == 6)
+    }
+
+    @Test func aFleetOfKeysStaysWithinTheCapacity() {
+        var cache = BoundedCache<Int, Int>(capacity: 64)
+        for key in 0..<100_000 {
+            cache[key] = key
+            if key % 7 == 0 { cache[key - 3] = nil }
+        }
+        #expect(cache.count <= 64)
+        #expect(cache[99_999] == 99_999 && cache[0] == nil)
+    }
+}

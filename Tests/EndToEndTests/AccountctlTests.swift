@@ -103,7 +103,8 @@ import Testing
 
         let migrate = try json(["migrate", "--all"])
         #expect(migrate.count == 3)
-        #expect(migrate.last == ["count": 2, "migrated": 0, "current": 2, "failed": 0])
+        #expect(migrate.last == ["count": 2, "migrated": 0, "current": 2, "failed": 0, "skipped": 0])
+        #expect(migrate.first?["of"] == 2, "every streamed result says how many accounts there are")
 
         // Export: every reply, one per line; the rows equal the raw protocol's.
         let exported = try json(["export", "alice"])

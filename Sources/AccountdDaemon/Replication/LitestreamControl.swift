@@ -45,8 +45,25 @@ struct LitestreamControl: Sendable {
         }
     }
 
-    /// Asks Litestream to sync `path` a last time and let it go (`POST /unregister`); a
-    /// database Litestream does not know is not an error.
+    /// Makes Litestream ship everything committed to `path` so far and waits until the replica
+    /// has it (`POST /sync` with `wait`). A database Litestream has just found is initialised
+    /// by this too: without it, a file removed moments after its creation would leave nothing
+    /// in the replica.
+    ///
+    /// - Returns: false when Litestream does not know the database (nothing to sync).
+    func syncAndWait(_ path: String) throws -> Bool {
+        var body = ""
+        JSONValue.object([("path", .string(path)), ("wait", true), ("timeout", .int(Int64(timeoutSeconds - 5)))]).write(to: &body)
+        let (status, answer) = try exchange("POST", "/sync", body: body)
+        if status == 404 { return false }
+        guard status == 200 else {
+            throw Failure(description: "Litestream could not sync \(path) (status \(status)): \(answer.prefix(300))")
+        }
+        return true
+    }
+
+    /// Asks Litestream to let `path` go (`POST /unregister`): it syncs it once more and closes
+    /// its handles. A database Litestream does not know is not an error.
     func unregister(_ path: String) throws {
         var body = ""
         JSONValue.object([("path", .string(path)), ("timeout", .int(Int64(timeoutSeconds - 5)))]).write(to: &body)

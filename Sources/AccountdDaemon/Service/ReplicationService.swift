@@ -55,8 +55,14 @@ struct ReplicationService: Sendable {
                 metadata: ["account": "\(account)"])
             return
         }
+        let path = root.accountPath(account)
         do {
-            try control.unregister(root.accountPath(account))
+            if try !control.syncAndWait(path) {
+                logger.warning(
+                    "replication: Litestream does not replicate account \(account) yet (created moments ago?); it goes without a final sync",
+                    metadata: ["account": "\(account)"])
+            }
+            try control.unregister(path)
         } catch {
             throw AccountdError(
                 .storage,

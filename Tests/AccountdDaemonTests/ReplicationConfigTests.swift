@@ -30,6 +30,11 @@ import Testing
                 ["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "file:///srv/r", "RUNTIME_DIRECTORY": dir.sub("rt")], in: dir
             ).replication)
         #expect(runtime.configPath == dir.sub("rt/litestream.yml"))
+        let faster = try #require(
+            try await Self.settings(
+                ["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "file:///srv/r", "ACCOUNTD_REPLICATION_LITESTREAM_SYNC_INTERVAL_SECONDS": "0.5"], in: dir
+            ).replication)
+        #expect(faster.syncIntervalSeconds == 0.5)
     }
 
     @Test func aReplicaThatIsNotAURLIsRefused() async throws {

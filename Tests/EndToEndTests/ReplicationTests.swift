@@ -143,6 +143,30 @@ struct ReplicationTests {
         #expect(verified.parameters["healthy"] == true, "\(verified.parameters)")
     }
 
+    /// Litestream holds a read transaction on every file it replicates: closing a preference
+    /// table (more accounts written than stay open, or the daemon stopping) must not wait for it.
+    @Test func closingPreferenceTablesDoesNotWaitForLitestream() throws {
+        let dir = TestDirectory()
+        let replica = "file://" + dir.sub("replica")
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [Self.createItems], names: ["create_items"])
+        let daemon = try E2E.replicatingDaemon(directory: dir.sub("host"), bundle: bundle, replica: replica, runDirectory: dir.sub("run"))
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream"))
+        let client = try daemon.client()
+        let accounts = (1...10).map { "user\($0)" }
+        for account in accounts {
+            #expect(try client.callOne("switch \(account)").parameters["action"] == "created")
+            try litestream.syncAndWait(daemon.accountPath(account))
+        }
+        let started = Date()
+        for account in accounts { try Self.set(client, "k", .string(account), account: account) }
+        let writing = Date().timeIntervalSince(started)
+        #expect(writing < 5, "10 Sets, 2 preference tables closed, took \(writing) s")
+        let stopping = Date()
+        #expect(daemon.stop() == 0)
+        let stopped = Date().timeIntervalSince(stopping)
+        #expect(stopped < 5, "stopping took \(stopped) s")
+    }
+
     @Test func aKillDuringAMigrationLeavesTheReplicaAtTheOldOrTheNewVersionWhole() throws {
         let dir = TestDirectory()
         let replica = "file://" + dir.sub("replica")

@@ -167,6 +167,28 @@ struct ReplicationTests {
         #expect(stopped < 5, "stopping took \(stopped) s")
     }
 
+    /// Replication turned on by a reload: Litestream's configuration is written at once, and
+    /// `Replication` reports it (Litestream not running yet).
+    @Test func aReloadWritesTheLitestreamConfiguration() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        _ = try daemon.client().callOne("switch alice")
+        let off = try JSONParser.parse(try E2E.accountctl(["--json", "replication"], socket: daemon.socket).stdout)
+        #expect(off["enabled"] == false)
+        let config = dir.sub("run/litestream.yml")
+        try Files.write(
+            "replication:\n  litestream:\n    replica: file://\(dir.sub("replica"))\n    config: \(config)\n    syncIntervalSeconds: 2\n",
+            to: dir.sub("none.yaml"))
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: config) }, "\(daemon.log.suffix(2000))")
+        let text = try String(contentsOfFile: config, encoding: .utf8)
+        #expect(text.contains("sync-interval: 2s") && text.contains("url: \"file://\(dir.sub("replica"))\""), "\(text)")
+        let on = try E2E.accountctl(["replication"], socket: daemon.socket)
+        #expect(on.stdout.contains("Replica: file://\(dir.sub("replica"))"), "\(on.stdout)")
+        #expect(on.stdout.contains("Litestream is not answering"), "\(on.stdout)")
+        #expect(on.stdout.contains("alice") && on.stdout.contains("not-replicated"), "\(on.stdout)")
+    }
+
     @Test func aKillDuringAMigrationLeavesTheReplicaAtTheOldOrTheNewVersionWhole() throws {
         let dir = TestDirectory()
         let replica = "file://" + dir.sub("replica")

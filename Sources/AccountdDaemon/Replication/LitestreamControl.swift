@@ -50,12 +50,13 @@ struct LitestreamControl: Sendable {
     /// by this too: without it, a file removed moments after its creation would leave nothing
     /// in the replica.
     ///
-    /// - Returns: false when Litestream does not know the database (nothing to sync).
+    /// - Returns: false when Litestream does not know the database, or has stopped replicating
+    ///   it (`litestream stop`): there is nothing it would sync.
     func syncAndWait(_ path: String) throws -> Bool {
         var body = ""
         JSONValue.object([("path", .string(path)), ("wait", true), ("timeout", .int(Int64(timeoutSeconds - 5)))]).write(to: &body)
         let (status, answer) = try exchange("POST", "/sync", body: body)
-        if status == 404 { return false }
+        if status == 404 || status == 409 { return false }
         guard status == 200 else {
             throw Failure(description: "Litestream could not sync \(path) (status \(status)): \(answer.prefix(300))")
         }

@@ -59,7 +59,7 @@ struct ReplicationService: Sendable {
         do {
             if try !control.syncAndWait(path) {
                 logger.warning(
-                    "replication: Litestream does not replicate account \(account) yet (created moments ago?); it goes without a final sync",
+                    "replication: Litestream does not replicate account \(account) (created moments ago, or stopped); it goes without a final sync",
                     metadata: ["account": "\(account)"])
             }
             try control.unregister(path)
@@ -83,7 +83,8 @@ struct ReplicationService: Sendable {
         var answered = false
         if control.isPresent {
             do {
-                for database in try control.databases() { known[database.path] = database }
+                // Litestream names each database by its cleaned absolute path.
+                for database in try control.databases() { known[(database.path as NSString).standardizingPath] = database }
                 answered = true
             } catch {
                 logger.warning("replication: \(error)")
@@ -92,7 +93,7 @@ struct ReplicationService: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let entries = accounts.map { account -> ReplicationAccount in
-            guard let database = known[root.accountPath(account)] else {
+            guard let database = known[(root.accountPath(account) as NSString).standardizingPath] else {
                 return ReplicationAccount(account: account.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
             }
             return ReplicationAccount(

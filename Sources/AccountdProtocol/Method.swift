@@ -18,6 +18,8 @@ public enum Method: String, CaseIterable, Sendable {
     case keys = "Keys"
     case watch = "Watch"
     case metrics = "Metrics"
+    case replication = "Replication"
+    case pull = "Pull"
 
     /// The interface every method belongs to.
     public static let interface = "io.accountd"
@@ -38,8 +40,8 @@ public enum Method: String, CaseIterable, Sendable {
     /// Whether only an admin peer may call it.
     public var requiresAdmin: Bool {
         switch self {
-        case .switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete: true
-        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics: false
+        case .switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull: true
+        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics, .replication: false
         }
     }
 
@@ -54,7 +56,8 @@ public enum Method: String, CaseIterable, Sendable {
     /// The parameters a request may carry, for validation.
     public var parameterNames: Set<String> {
         switch self {
-        case .info, .ping, .watch, .metrics: []
+        case .info, .ping, .watch, .metrics, .replication: []
+        case .pull: ["account"]
         case .status: ["account"]
         case .list: ["details"]
         case .switchAccount: ["account", "create"]

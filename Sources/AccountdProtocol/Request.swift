@@ -118,8 +118,8 @@ public struct Request: Sendable {
             for (name, value) in zip(names, words) { pairs.append((name, .string(value))) }
         }
         switch method {
-        case .info, .ping, .watch, .metrics: try positional([])
-        case .status, .verify, .snapshots: try positional(["account"])
+        case .info, .ping, .watch, .metrics, .replication: try positional([])
+        case .status, .verify, .snapshots, .pull: try positional(["account"])
         case .switchAccount: try positional(["account"])
         case .export: try positional(["account", "format"])
         case .restore: try positional(["account", "snapshot"])

@@ -129,6 +129,7 @@ import Testing
             (request("Snapshot", #""account":"alice","label":\#(quoted)"#), { _ = try await client.snapshot(account: "alice", label: name) }),
             (request("Restore", #""account":\#(quoted)"#), { _ = try await client.restore(account: name) }),
             (request("Remove", #""account":\#(quoted)"#), { _ = try await client.remove(account: name) }),
+            (request("Pull", #""account":\#(quoted)"#), { _ = try await client.pull(account: name) }),
             (request("Get", #""namespace":"user","key":"k","account":\#(quoted)"#), { _ = try await client.get(namespace: "user", key: "k", account: name) }),
             (request("Set", #""namespace":"user","key":"k","value":1,"account":\#(quoted)"#), {
                 try await client.set(namespace: "user", key: "k", value: 1, account: name)

@@ -61,6 +61,12 @@ import Testing
             .set: [EmptyReply()],
             .delete: [EmptyReply()],
             .keys: [KeysReply(keys: ["theme"])],
+            .replication: [
+                ReplicationReply(
+                    enabled: true, replica: "file:///srv/replica", litestream: true,
+                    accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)])
+            ],
+            .pull: [PullReply(account: "alice", version: 3, sizeBytes: 4096, txid: "0000000000000004")],
             .watch: [
                 WatchEvent.switched(.init(account: "alice", previous: "bob", action: "opened", version: 3)),
                 WatchEvent.migration(.init(account: "alice", step: 1, of: 2, name: "0002_x.sql", version: 2)),
@@ -107,6 +113,8 @@ import Testing
         #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited.parameters))
         #expect(Set(try #require(interface.types["MigrateResult"])) == keys(migrated.parameters).union(keys(failed.parameters)))
         #expect(Set(try #require(interface.types["ExportFormat"])) == Set(ExportFormat.allCases.map(\.rawValue)))
+        let replicated = ReplicationAccount(account: "a", replicated: true, status: "replicating", lastSyncAt: "t", secondsBehind: 1)
+        #expect(Set(try #require(interface.types["ReplicationAccount"])) == keys(replicated.parameters))
     }
 
     @Test func everyErrorIsDeclared() throws {

@@ -19,7 +19,7 @@ struct CommandCodecTests {
 
     /// At least one of each case, with every parameter both at its default and not.
     static let commands: [Command] = [
-        .info, .ping, .watch, .metrics,
+        .info, .ping, .watch, .metrics, .replication, .pull(account: alice),
         .status(account: nil), .status(account: alice),
         .list(details: false), .list(details: true),
         .switchAccount(account: alice, create: true), .switchAccount(account: bob, create: false),

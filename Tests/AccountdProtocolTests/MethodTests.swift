@@ -12,13 +12,13 @@ struct MethodTests {
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
             "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
-            "Get", "Set", "Delete", "Keys", "Watch", "Metrics",
+            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull",
         ])
     }
 
     @Test func adminMethods() {
         #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
-            [.switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete])
+            [.switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull])
     }
 
     @Test func streaming() {

@@ -54,6 +54,28 @@ import Testing
         #expect(exposure <= 1.0, "\(line)")
     }
 
+    /// `accountd-litestream.service` as `make install` writes it (`@LITESTREAM@` replaced):
+    /// it verifies beside accountd's units, and is hardened as far as a program that must reach
+    /// the network can be (the network alone counts 0.8 of its exposure).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
+    func theLitestreamUnitVerifiesAndIsHardened() throws {
+        let dir = TestDirectory()
+        let units = try Self.installUnits(into: dir.sub("units"))
+        let litestream = dir.sub("units/accountd-litestream.service")
+        // Any executable stands for litestream: verify checks that ExecStart= names one.
+        let sed = try runProgram("/bin/sed", ["s|@LITESTREAM@|\(Binaries.accountd)|g", Repository.root + "/systemd/accountd-litestream.service.in"])
+        try #require(sed.status == 0, "sed failed: \(sed.stderr)")
+        try Files.write(sed.stdout, to: litestream)
+        let result = try runProgram("/usr/bin/systemd-analyze", ["verify", "--man=no", litestream, units.service, units.socket])
+        #expect(result.stderr == "", "systemd-analyze verify complained:\n\(result.stderr)")
+        let security = try runProgram("/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", litestream])
+        let prefix = "Overall exposure level for accountd-litestream.service: "
+        let line = try #require((security.stdout + security.stderr).split(separator: "\n").first { $0.contains(prefix) }, "\(security.stdout)")
+        let exposure = try #require(Double(line[line.range(of: prefix)!.upperBound...].prefix { $0.isNumber || $0 == "." }))
+        #expect(exposure <= 1.1, "\(line)")
+        #expect(sed.stdout.contains("ExecStart=\(Binaries.accountd) replicate -config /run/accountd/litestream.yml -no-expand-env"))
+    }
+
     // MARK: - Socket activation
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate"), "needs /usr/bin/systemd-socket-activate"))

@@ -48,6 +48,7 @@ struct VarlinkClientTests {
         #expect(out["migrate"]?["count"] == 2)
         #expect(out["migrateMore"]?.arrayValue?.last?["count"] == 2, "\(out["migrateMore"] ?? .null)")
         #expect(out["remove"]?["account"] == "alice" && out["remove"]?["purged"] == false)
+        #expect(out["replication"]?["enabled"] == false && out["replication"]?["accounts"]?.arrayValue?.count == 1, "\(out["replication"] ?? .null)")
         #expect(out["oneway"] == .null && out["afterOneway"]?["value"] == 7, "a oneway call has no reply, and it ran")
 
         // Watch on a connection of its own: a Set and a Switch made on another, as events.
@@ -65,6 +66,7 @@ struct VarlinkClientTests {
         #expect(errors["keyNotFound"]?["parameters"]?["key"] == "nope")
         #expect(errors["namespaceNotFound"]?["error"] == "io.accountd.NamespaceNotFound")
         #expect(errors["accountActive"]?["error"] == "io.accountd.AccountActive")
+        #expect(errors["pullWithoutReplication"]?["error"] == "io.accountd.InvalidRequest")
     }
 
     @Test func theCommandLineToolAsAPersonTypesIt() throws {

@@ -82,6 +82,7 @@ def main(address):
         out["migrate"] = accountd.Migrate(all=True)
         out["migrateMore"] = list(accountd.Migrate(accounts=["alice", "bob"], _more=True))
         out["remove"] = accountd.Remove(account="alice")
+        out["replication"] = accountd.Replication()
 
         # oneway: no reply; the Get after it, on the same connection, sees its effect.
         out["oneway"] = accountd.Set(namespace="user", key="oneway", value=7, account="bob", _oneway=True)
@@ -93,6 +94,7 @@ def main(address):
         error_of("keyNotFound", lambda: accountd.Get(namespace="user", key="nope", account="bob"))
         error_of("namespaceNotFound", lambda: accountd.Keys(namespace="nope"))
         error_of("accountActive", lambda: accountd.Remove(account="bob"))
+        error_of("pullWithoutReplication", lambda: accountd.Pull(account="carol"))
         out["watch"] = watch(client, accountd)  # last: it switches away from bob
     out["errors"] = errors
     print(json.dumps(out, sort_keys=True))

@@ -16,13 +16,15 @@ struct ExportTable {
     var isVirtual: Bool
 
     /// The tables of the main schema in schema order, leaving out SQLite's own
-    /// `sqlite_%` tables (the `sql` export writes `sqlite_sequence` by itself).
+    /// `sqlite_%` tables (the `sql` export writes `sqlite_sequence` by itself) and
+    /// Litestream's `_litestream_%` tables (``LitestreamTables``).
     static func all(_ db: Database) throws -> [ExportTable] {
         try Row.fetchAll(
             db,
             sql: """
                 SELECT name, sql, rootpage FROM sqlite_schema
-                WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid
+                WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND \(LitestreamTables.excluded())
+                ORDER BY rowid
                 """
         ).map { row in
             ExportTable(name: row["name"], sql: row["sql"] ?? "", isVirtual: (row["rootpage"] as Int? ?? 0) == 0)

@@ -9,7 +9,8 @@ import GRDBSQLite
 /// Every format reads from one snapshot-consistent read transaction (or, for
 /// `sqlite`, from `VACUUM INTO`, which is itself consistent), so writes that land
 /// during an export are either wholly in it or wholly out of it. The account file is
-/// opened read-only.
+/// opened read-only. No format carries Litestream's `_litestream_*` tables
+/// (``LitestreamTables``): they are replication state, not the account's data.
 public struct Exporter: Sendable {
     /// The account file.
     public var path: String
@@ -109,6 +110,10 @@ public struct Exporter: Sendable {
         let queue = try open()
         try queue.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [temp]) }
         try queue.close()
+        // The copy is the account's data, not Litestream's replication state.
+        let copy = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "export-copy"))
+        try copy.inDatabase { db in try LitestreamTables.drop(db) }
+        try copy.close()
         guard let handle = FileHandle(forReadingAtPath: temp) else {
             throw AccountdError.storage("reading the export copy", path: temp, errno: errno)
         }

@@ -54,6 +54,7 @@ enum SQLDump {
             sql: """
                 SELECT sql FROM sqlite_schema
                 WHERE type IN ('index', 'view', 'trigger') AND sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                  AND \(LitestreamTables.excluded("tbl_name"))
                 ORDER BY CASE type WHEN 'index' THEN 0 WHEN 'view' THEN 1 ELSE 2 END, rowid
                 """)
         {

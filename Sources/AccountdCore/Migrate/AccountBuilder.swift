@@ -31,7 +31,8 @@ struct AccountBuilder {
                 try db.inTransaction(.exclusive) {
                     switch method {
                     case .template:
-                        break
+                        // A template made from a replicated file carries Litestream's tables; a new account starts without them.
+                        try LitestreamTables.drop(db)
                     case .schemaSQL:
                         try run(bundle.schemaScript!, file: "schema.sql", db)
                     case .migrations:

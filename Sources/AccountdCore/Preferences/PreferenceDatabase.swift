@@ -337,7 +337,7 @@ public final class PreferenceDatabase: Sendable {
     }
 
     /// Refuses new writes, waits for the accepted ones to commit, then closes the connection
-    /// (checkpointing the WAL). Blocking: call it on a thread that may wait for disk.
+    /// (checkpointing the WAL as far as readers allow). Blocking: call it on a thread that may wait for disk.
     ///
     /// A drain that was handed to the runner but has not started runs here, on the caller's
     /// thread: close never waits for a runner's thread, so callers on a busy pool cannot
@@ -352,7 +352,10 @@ public final class PreferenceDatabase: Sendable {
         if takeOver { drain() }
         state.wait { $0.drain == .idle }
         guard let database = connection.withLock({ $0 }) else { return }
-        try? database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        // PASSIVE: it never waits for readers. Another process reading the file (Litestream
+        // holds a read transaction on every database it replicates) would make a TRUNCATE
+        // checkpoint wait out the whole busy timeout, and then fail anyway.
+        try? database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
         try? database.close()
     }
 }

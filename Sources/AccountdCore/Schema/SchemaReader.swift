@@ -3,7 +3,8 @@ import GRDB
 /// Reads a database's ``NormalizedSchema`` from `sqlite_master` and SQLite's
 /// table-valued pragmas.
 enum SchemaReader {
-    /// The schema of the `main` database, without `sqlite_*` and `accountd_*` objects.
+    /// The schema of the `main` database, without `sqlite_*`, `accountd_*` and Litestream's
+    /// `_litestream_*` objects (``LitestreamTables``).
     static func read(_ db: Database) throws -> NormalizedSchema {
         var schema = NormalizedSchema()
         let rows = try Row.fetchAll(
@@ -13,6 +14,7 @@ enum SchemaReader {
                 WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
                   AND name NOT LIKE 'accountd\\_%' ESCAPE '\\'
                   AND tbl_name NOT LIKE 'accountd\\_%' ESCAPE '\\'
+                  AND \(LitestreamTables.excluded("tbl_name"))
                 """)
         for row in rows {
             let type: String = row["type"]

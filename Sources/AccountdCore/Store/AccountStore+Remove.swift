@@ -8,8 +8,9 @@ extension AccountStore {
     /// Without `purge`, a final `before-remove` snapshot is taken (kept under the usual
     /// retention, and restorable: ``restore(_:snapshot:holding:)`` brings the account back), then the
     /// file and its `-wal`/`-shm` go. With `purge`, no snapshot is taken: the file, every
-    /// snapshot, the snapshot folder and any temporary file of the account under the data root
-    /// go, which is how an account is erased on request. A purge also erases what is left of
+    /// snapshot, the snapshot folder, any temporary file of the account and Litestream's local
+    /// state of it (``DataRoot/litestreamStatePath(_:)``) under the data root go, which is how
+    /// an account is erased on request (a replica off the host is the operator's to erase). A purge also erases what is left of
     /// an account that was removed before (its snapshots).
     ///
     /// - Parameter prepare: runs under the account's lock before anything is changed: the
@@ -49,6 +50,7 @@ extension AccountStore {
                 for file in temporary where Exporter.isStagedCopy(file, of: account) {
                     try FileSystem.removeWithCompanions(root.temporaryDirectory + "/" + file)
                 }
+                try FileSystem.removeTreeIfPresent(root.litestreamStatePath(account))
                 outcome.snapshotsErased = try snapshots.removeAll(account)
             }
             try FileSystem.fsyncDirectory(root.accountsDirectory)

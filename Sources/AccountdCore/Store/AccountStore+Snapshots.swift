@@ -23,10 +23,15 @@ extension AccountStore {
     /// Replaces the account file with a snapshot (the newest when `name` is nil), after
     /// first taking a snapshot of the current file.
     ///
-    /// Callers must have closed their connections to the account. The current file is
-    /// checkpointed, its snapshot taken, and the restored copy is put in WAL mode, like
-    /// every account file, then moved into place with an atomic rename, so a crash leaves
-    /// either the old file or the restored one. The snapshot being restored is never
+    /// Callers must have closed their connections to the account. A snapshot of the current
+    /// file is taken, then the chosen snapshot is copied to a staging file in WAL mode, like
+    /// every account file, and written into the account file with SQLite's backup API: one
+    /// write transaction through the WAL, so a crash leaves either the old content or the
+    /// restored one, and the file keeps its identity. A replicator reading the WAL
+    /// (Litestream) sees an ordinary transaction; a file replaced by a rename would leave
+    /// it replicating the old one. Litestream's own tables (``LitestreamTables``) of the
+    /// current file are kept. Only a file that is missing or unreadable is replaced by an
+    /// atomic rename of the staging copy. The snapshot being restored is never
     /// removed by the retention that follows the new snapshot, whatever `snapshotsToKeep`
     /// is. An account without a file (a removed one) is restored too: its file comes back.
     ///
@@ -43,12 +48,11 @@ extension AccountStore {
             _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true)
             let path = root.accountPath(account)
             var saved: SnapshotInfo?
+            var inPlace = false
             if FileSystem.exists(path) {
                 if (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil {
-                    let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "restore"))
-                    try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-                    try queue.close()
                     saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: [chosen.name])
+                    inPlace = true
                 } else {
                     saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable", protecting: [chosen.name])
                 }
@@ -58,14 +62,47 @@ extension AccountStore {
             do {
                 try FileSystem.copyFile(chosen.path, to: temp)
                 try Self.useWAL(temp)
+                if inPlace {
+                    try Self.write(temp, into: path, account: account)
+                    try FileSystem.removeWithCompanions(temp)
+                }
             } catch {
                 try? FileSystem.removeWithCompanions(temp)
                 throw error
             }
-            for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
-            try FileSystem.durableRename(temp, to: path)
+            if !inPlace {
+                for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
+                try FileSystem.durableRename(temp, to: path)
+            }
             // The restored snapshot stays listed: the list is what it was plus the saved copy.
             return (chosen, saved)
+        }
+    }
+
+    /// Writes the database at `source` into the account file at `path` with SQLite's backup
+    /// API, in one write transaction through `path`'s WAL, keeping `path`'s Litestream tables.
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when the copy cannot be written; the account
+    ///   file is then as it was (the transaction is rolled back).
+    private static func write(_ source: String, into path: String, account: AccountName) throws {
+        do {
+            let target = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "restore"))
+            defer { try? target.close() }
+            try Connections.requireFullSync(target)
+            let kept = try target.read { db in try LitestreamTables.definitions(db) }
+            let copy = try DatabaseQueue(path: source, configuration: Connections.configuration(foreignKeys: false, label: "restore-copy"))
+            defer { try? copy.close() }
+            try copy.write { db in
+                let present = Set(try LitestreamTables.definitions(db))
+                for sql in kept where !present.contains(sql) { try db.execute(sql: sql) }
+            }
+            try copy.writeWithoutTransaction { source in
+                try target.writeWithoutTransaction { db in try source.backup(to: db) }
+            }
+        } catch {
+            throw AccountdError(
+                .storage, "writing the restored copy of account \(account) into \(path) failed: \(ErrorText.of(error)); the account was not changed",
+                account: account.rawValue, file: path)
         }
     }
 

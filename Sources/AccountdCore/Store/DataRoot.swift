@@ -45,11 +45,19 @@ public struct DataRoot: Sendable {
         case creating
         /// A snapshot being copied back.
         case restoring
+        /// A copy being restored from a Litestream replica (``ReplicaPull``).
+        case pulling
     }
 
     /// `accounts/.<account>.sqlite.<staging>`: a name no account can have (it begins with `.`).
     public func stagingPath(_ account: AccountName, _ staging: Staging) -> String {
         accountsDirectory + "/." + account.rawValue + ".sqlite." + staging.rawValue
+    }
+
+    /// `accounts/.<account>.sqlite-litestream`: where Litestream keeps its local copy of the
+    /// account's recent changes (LTX files) while it replicates the account. A purge erases it.
+    public func litestreamStatePath(_ account: AccountName) -> String {
+        accountsDirectory + "/." + account.rawValue + ".sqlite-litestream"
     }
 
     /// `snapshots/<account>`.

@@ -12,7 +12,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
             case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy, accountActive
-            case migrationFailed, invalidBundle, snapshotNotFound, storage
+            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists
         }
         private let code: Code
         private init(_ code: Code) { self.code = code }
@@ -35,6 +35,8 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         public static let invalidBundle = Kind(.invalidBundle)
         /// A named snapshot does not exist.
         public static let snapshotNotFound = Kind(.snapshotNotFound)
+        /// The account already has a file here, and the operation (a pull) would replace it.
+        public static let accountExists = Kind(.accountExists)
         /// The filesystem or SQLite failed in a way that is not the file's fault (disk full, permissions).
         public static let storage = Kind(.storage)
 
@@ -51,6 +53,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
             case .accountActive: .accountActive
             case .migrationFailed: .migrationFailed
             case .snapshotNotFound: .snapshotNotFound
+            case .accountExists: .accountExists
             case .invalidBundle, .storage: .internalError
             }
         }

@@ -117,6 +117,15 @@ enum FileSystem {
         }
     }
 
+    /// Removes a folder and everything in it; a missing folder is not an error. A symbolic
+    /// link is removed itself, never followed.
+    static func removeTreeIfPresent(_ path: String) throws {
+        guard entry(at: path) != .missing else { return }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            throw AccountdError(.storage, "removing \(path) failed: \(ErrorText.of(error))", file: path)
+        }
+    }
+
     /// Replaces `path` with `data` atomically: a reader sees the old bytes or the new, never a mix,
     /// even after power loss. The file is 0600.
     static func atomicWrite(_ data: Data, to path: String) throws {

@@ -46,6 +46,8 @@ public struct DaemonSettings: Sendable {
     /// Share transactions between concurrent Sets (`preferences.groupCommit`, default true).
     /// Off gives every Set a transaction of its own, for comparison in benchmarks.
     public var groupCommit: Bool
+    /// Replication with Litestream; nil (the default) when `replication.litestream.replica` is not set.
+    public var replication: ReplicationSettings?
     /// The config file that was read, if any.
     public var configFile: String?
 

@@ -111,6 +111,8 @@ public struct SettingsLoader: Sendable {
             "preferences.groupCommit": .init(.bool(true), isSecret: false),
             "limits.maxConnections": .init(.int(512), isSecret: false),
             "limits.idleTimeoutSeconds": .init(.double(600), isSecret: false),
+            "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
+            "replication.litestream.program": .init(.string("litestream"), isSecret: false),
         ]
         let reader = ConfigReader(providers: [
             InMemoryProvider(name: "flags", values: given),
@@ -173,6 +175,25 @@ public struct SettingsLoader: Sendable {
         // The varlink socket's default: $RUNTIME_DIRECTORY/io.accountd, else beside the line socket.
         let varlinkDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/io.accountd"
         let varlinkPath = reader.string(forKey: "socket.varlink") ?? varlinkDefault
+        var replication: ReplicationSettings?
+        if let replica = reader.string(forKey: "replication.litestream.replica"), !replica.isEmpty {
+            guard replica.contains("://") else {
+                throw Failure(
+                    description: "setting replication.litestream.replica is '\(replica)'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
+            }
+            let interval: Double
+            do { interval = try reader.requiredDouble(forKey: "replication.litestream.syncIntervalSeconds") } catch {
+                throw Failure(description: "setting replication.litestream.syncIntervalSeconds must be a number of seconds: \(error)")
+            }
+            guard interval > 0, interval <= 3600 else {
+                throw Failure(description: "setting replication.litestream.syncIntervalSeconds is \(interval); it must be above 0 and at most 3600")
+            }
+            let configDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"
+            replication = ReplicationSettings(
+                replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
+                configPath: absolute(reader.string(forKey: "replication.litestream.config") ?? configDefault),
+                program: try string("replication.litestream.program"))
+        }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
@@ -193,6 +214,7 @@ public struct SettingsLoader: Sendable {
             adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
             namespaces: namespaces,
             groupCommit: groupCommit,
+            replication: replication,
             configFile: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
     }
 

@@ -218,6 +218,10 @@ struct Dispatcher: Sendable {
         case .metrics:
             let services = services
             try await writer.send(Reply(MetricsReply(text: try await services.pool.run { services.metricsText() })))
+        case .replication:
+            try await writer.send(Reply(try await services.maintenance.replication()))
+        case .pull(let account):
+            try await writer.send(Reply(try await services.maintenance.pull(account)))
         case .watch:
             throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }

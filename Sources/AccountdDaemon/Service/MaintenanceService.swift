@@ -14,6 +14,8 @@ struct MaintenanceService: Sendable {
     let preferences: PreferenceService
     let pool: BlockingPool
     let metrics: DaemonMetrics
+    /// Lets Litestream sync an account a last time before its file goes.
+    let replication: ReplicationService
     let logger: Logger
 
     func verify(_ account: AccountName) async throws -> VerifyReport {
@@ -86,7 +88,7 @@ struct MaintenanceService: Sendable {
     ///
     /// - Throws: `AccountActive`, `AccountNotFound`, `AccountBusy` or a storage error.
     func remove(_ account: AccountName, purge: Bool) async throws -> RemoveOutcome {
-        let (store, preferences, switching) = (stores.current, preferences, switching)
+        let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
             try await pool.run {
                 var marked = false
@@ -95,6 +97,7 @@ struct MaintenanceService: Sendable {
                     try switching.beginRemoval(account)
                     marked = true
                     preferences.close(account)
+                    try replication.release(account)
                 }
             }
         }
@@ -109,6 +112,26 @@ struct MaintenanceService: Sendable {
                 metadata: ["account": "\(account)"])
         }
         return outcome
+    }
+
+    /// Each account's replication as Litestream reports it (`Replication`).
+    func replication() async throws -> ReplicationReply {
+        let (store, replication) = (stores.current, replication)
+        return try await pool.run { replication.status(accounts: store.root.accountNames()) }
+    }
+
+    /// Brings `account` from the Litestream replica (`Pull`), under its lock; the next switch
+    /// opens or migrates it.
+    ///
+    /// - Throws: `InvalidRequest` without replication; `AccountExists`, `AccountNotFound`,
+    ///   `AccountCorrupt`, `AccountTooNew`, `AccountBusy` or a storage error.
+    func pull(_ account: AccountName) async throws -> PullReply {
+        let (store, puller) = (stores.current, try replication.puller())
+        let outcome = try await store.withHold(account) { hold in try await pool.run { try store.pull(account, with: puller, holding: hold) } }
+        logger.notice(
+            "account \(account) pulled from \(puller.replica.account(account)) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
+            metadata: ["account": "\(account)"])
+        return PullReply(account: account.rawValue, version: outcome.version, sizeBytes: outcome.sizeBytes, txid: outcome.txid)
     }
 
     /// Exports `account` on a pool thread, writing through `write` (which blocks while the

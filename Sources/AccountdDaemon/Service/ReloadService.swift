@@ -7,6 +7,8 @@ import UnixSignals
 /// Re-reads the config and the schema bundle on SIGHUP (`systemctl reload accountd`).
 ///
 /// - The log level and the admin users and groups apply at once.
+/// - Changed replication settings rewrite Litestream's configuration at once (restart
+///   `accountd-litestream` for Litestream to read it).
 /// - A bundle that fails its checks is refused with a log line naming the file and
 ///   line, and the bundle in use keeps serving.
 /// - A valid new bundle applies to the next switch, and the active account is
@@ -41,6 +43,14 @@ struct ReloadService: Service {
         }
         LoggingSetup.currentLevel = settings.logLevel
         policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
+        if settings.replication != services.replication.settings.current {
+            do {
+                try services.replication.apply(settings.replication)
+                if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
+            } catch {
+                logger.error("reload: \(error); the previous replication settings stay in force")
+            }
+        }
         if settings.dataRoot != initial.dataRoot || settings.socketPath != initial.socketPath {
             logger.warning("reload: data.root and socket.path change only with a restart; still using \(initial.dataRoot) and \(initial.socketPath)")
         }

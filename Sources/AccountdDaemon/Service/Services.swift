@@ -21,16 +21,21 @@ struct Services: Sendable {
     let pool: BlockingPool
     /// What the daemon counts (`Metrics`).
     let metrics: DaemonMetrics
+    /// Replication with Litestream (`Replication`, `Pull`).
+    let replication: ReplicationService
     let startedAt = Date()
 
     /// Wires the services over `stores`.
     ///
     /// - Parameter metrics: the registry every service counts in; the same one
     ///   `preferences` was given.
+    /// - Parameter replication: replication with Litestream; nil for none.
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
-        logger: Logger
+        replication: ReplicationService? = nil, logger: Logger
     ) {
+        let replication = replication ?? .off(root: stores.current.root, logger: logger)
+        self.replication = replication
         self.stores = stores
         self.preferences = preferences
         self.pool = pool
@@ -38,7 +43,8 @@ struct Services: Sendable {
         self.metrics = metrics
         switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
         maintenance = MaintenanceService(
-            stores: stores, switching: switching, preferences: preferences, pool: pool, metrics: metrics, logger: logger)
+            stores: stores, switching: switching, preferences: preferences, pool: pool, metrics: metrics, replication: replication,
+            logger: logger)
     }
 
     /// The daemon's metrics as Prometheus text (`Metrics`), with the active account and

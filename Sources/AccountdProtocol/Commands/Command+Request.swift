@@ -14,6 +14,8 @@ extension Command {
         case .ping: self = .ping
         case .watch: self = .watch
         case .metrics: self = .metrics
+        case .replication: self = .replication
+        case .pull: self = .pull(account: try parameters.requiredAccount())
         case .status: self = .status(account: try parameters.account())
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
@@ -64,7 +66,8 @@ extension Command {
             account(target.account)
         }
         switch self {
-        case .info, .ping, .watch, .metrics: break
+        case .info, .ping, .watch, .metrics, .replication: break
+        case .pull(let name): account(name)
         case .status(let name): account(name)
         case .list(let details): if details { pairs.append(("details", true)) }
         case .switchAccount(let name, let create):

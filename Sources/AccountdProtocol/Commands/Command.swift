@@ -46,6 +46,10 @@ public enum Command: Sendable, Hashable {
     case watch
     /// `Metrics`: the daemon's counters, in Prometheus text format.
     case metrics
+    /// `Replication`: each account's replication, as Litestream reports it.
+    case replication
+    /// `Pull`: bring an account from the Litestream replica; refused when it exists here.
+    case pull(account: AccountName)
 
     /// The method this command calls.
     public var method: Method {
@@ -68,6 +72,8 @@ public enum Command: Sendable, Hashable {
         case .keys: .keys
         case .watch: .watch
         case .metrics: .metrics
+        case .replication: .replication
+        case .pull: .pull
         }
     }
 }

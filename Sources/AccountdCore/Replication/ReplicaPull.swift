@@ -1,0 +1,99 @@
+import AccountdProtocol
+import Foundation
+import GRDB
+
+/// Brings an account from a Litestream replica into a data root: `accountd pull` and `Pull`.
+///
+/// `litestream restore` writes the replica's newest state to a staging file under
+/// `accounts/` (a name no account can have); the copy is then checked like any account
+/// file (an accountd file, bound to this account, at a version the caller accepts, whole by
+/// SQLite's `integrity_check`), put in WAL mode, made durable, and linked into place with
+/// `link()`, which never replaces a file. An account that already has a file is refused
+/// before anything is touched; on every failure the staging file goes and the data root is
+/// as it was. The next switch opens (or migrates) the pulled file as usual.
+public struct ReplicaPull: Sendable {
+    public var root: DataRoot
+    public var replica: ReplicaURL
+    public var litestream: LitestreamProgram
+
+    /// What a pull brought.
+    public struct Outcome: Sendable {
+        public var account: AccountName
+        /// The schema version of the pulled file.
+        public var version: Int
+        /// The file's size in bytes.
+        public var sizeBytes: Int64
+        /// The Litestream transaction the copy was restored to (hexadecimal, as Litestream prints it).
+        public var txid: String?
+    }
+
+    public init(root: DataRoot, replica: ReplicaURL, litestream: LitestreamProgram) {
+        self.root = root
+        self.replica = replica
+        self.litestream = litestream
+    }
+
+    /// Pulls `account`. Blocking: it runs `litestream restore` and scans the copy.
+    ///
+    /// - Parameter accept: decides whether the pulled file's version may be used here; it
+    ///   throws (e.g. `accountTooNew`) to refuse it. The daemon refuses a version its bundle
+    ///   cannot read; `accountd pull` takes any version.
+    /// - Throws: ``AccountdError``: `accountExists` when the account has a file here,
+    ///   `accountNotFound` when the replica holds nothing for it, `accountCorrupt` when the
+    ///   copy is not a sound file of this account, `storage` when Litestream or the disk fails.
+    public func pull(_ account: AccountName, accept: (_ version: Int, _ lastCompatible: Int) throws -> Void = { _, _ in }) throws -> Outcome {
+        let path = root.accountPath(account)
+        guard FileSystem.entry(at: path) == .missing else {
+            throw AccountdError(
+                .accountExists,
+                "account \(account) already has a file here (\(path)); a pull never replaces one, and nothing was touched. "
+                    + "Remove the account first ('accountctl remove \(account)') if the replica's copy should win",
+                account: account.rawValue, file: path)
+        }
+        let source = replica.account(account)
+        let temp = root.stagingPath(account, .pulling)
+        try FileSystem.removeWithCompanions(temp)
+        defer { try? FileSystem.removeWithCompanions(temp) }
+        let run = try litestream.run(["restore", "-json", "-o", temp, source])
+        guard run.status == 0 else {
+            let said = run.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+            if said.contains("no matching backup") || said.contains("no snapshots available") {
+                throw AccountdError(
+                    .accountNotFound, "the replica \(source) holds nothing for account \(account) (litestream: \(said))",
+                    account: account.rawValue, file: source)
+            }
+            throw AccountdError(
+                .storage, "litestream restore of account \(account) from \(source) failed (exit status \(run.status)): \(said); nothing was changed here",
+                account: account.rawValue, file: source)
+        }
+        let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
+        guard chmod(temp, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
+        let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+        try accept(facts.version, facts.lastCompatibleVersion)
+        let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "pull"))
+        let (problems, mode) = try queue.writeWithoutTransaction { db in
+            (try String.fetchAll(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL"))
+        }
+        try queue.close()
+        guard problems == ["ok"] else {
+            throw AccountdError.corrupt(account, path: source, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+        }
+        guard mode?.lowercased() == "wal" else {
+            throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)
+        }
+        for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(temp + suffix) }
+        try FileSystem.fsyncFile(temp)
+        guard link(temp, path) == 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw AccountdError(
+                    .accountExists, "account \(account) was created here while it was being pulled; nothing was replaced",
+                    account: account.rawValue, file: path)
+            }
+            throw AccountdError.storage("linking \(temp) to", path: path, errno: code)
+        }
+        try FileSystem.removeIfPresent(temp)
+        try FileSystem.fsyncDirectory(root.accountsDirectory)
+        return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
+    }
+}

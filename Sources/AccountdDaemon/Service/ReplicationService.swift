@@ -1,0 +1,116 @@
+import AccountdCore
+import AccountdProtocol
+import Foundation
+import Logging
+
+/// Replication with Litestream, as the daemon takes part in it: it writes Litestream's
+/// configuration, lets Litestream sync an account a last time before its file goes,
+/// reports each account's replication, and pulls accounts from the replica.
+///
+/// Litestream itself runs beside the daemon (`accountd-litestream.service`); nothing here
+/// starts or stops it.
+struct ReplicationService: Sendable {
+    /// The settings in force; nil when replication is off. A reload replaces them.
+    let settings: Reloadable<ReplicationSettings?>
+    let root: DataRoot
+    let logger: Logger
+
+    init(settings: ReplicationSettings?, root: DataRoot, logger: Logger) {
+        self.settings = Reloadable(settings)
+        self.root = root
+        self.logger = logger
+    }
+
+    /// Replication off, for tests and tools that build the daemon's parts by hand.
+    static func off(root: DataRoot, logger: Logger) -> ReplicationService {
+        ReplicationService(settings: nil, root: root, logger: logger)
+    }
+
+    /// Takes `new` in force and writes Litestream's configuration for it (at start and on reload).
+    ///
+    /// - Throws: when the configuration cannot be written; the settings in force are then unchanged.
+    func apply(_ new: ReplicationSettings?) throws {
+        if let new {
+            try LitestreamConfig(settings: new, root: root).write()
+            logger.notice(
+                "replication: Litestream configuration written to \(new.configPath); accounts replicate to \(new.replica) every \(LitestreamConfig.duration(new.syncIntervalSeconds))")
+        }
+        settings.replace(new)
+    }
+
+    /// Before the daemon removes `account`'s file: Litestream syncs it a last time and lets
+    /// it go, so the replica holds the account's final state and a file created later under
+    /// the same name is picked up afresh. Blocking.
+    ///
+    /// Without replication, or with Litestream not running, there is nothing to do (logged).
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when Litestream runs and refuses; the removal
+    ///   then stops with nothing changed.
+    func release(_ account: AccountName) throws {
+        guard let current = settings.current else { return }
+        let control = LitestreamControl(socketPath: current.controlSocketPath)
+        guard control.isPresent else {
+            logger.warning(
+                "replication: Litestream is not running (no \(current.controlSocketPath)); account \(account) goes without a final sync, and its replica keeps what was last synced",
+                metadata: ["account": "\(account)"])
+            return
+        }
+        let path = root.accountPath(account)
+        do {
+            if try !control.syncAndWait(path) {
+                logger.warning(
+                    "replication: Litestream does not replicate account \(account) (created moments ago, or stopped); it goes without a final sync",
+                    metadata: ["account": "\(account)"])
+            }
+            try control.unregister(path)
+        } catch {
+            throw AccountdError(
+                .storage,
+                "Litestream could not sync account \(account) a last time before its removal (\(error)); nothing was removed. Check accountd-litestream, or stop it to remove without a final sync",
+                account: account.rawValue, file: root.accountPath(account))
+        }
+    }
+
+    /// Each account's replication, from Litestream's control socket. Blocking.
+    func status(accounts: [AccountName], now: Date = Date()) -> ReplicationReply {
+        guard let current = settings.current else {
+            return ReplicationReply(enabled: false, replica: nil, litestream: false, accounts: accounts.map {
+                ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+            })
+        }
+        let control = LitestreamControl(socketPath: current.controlSocketPath)
+        var known: [String: LitestreamControl.Database] = [:]
+        var answered = false
+        if control.isPresent {
+            do {
+                // Litestream names each database by its cleaned absolute path.
+                for database in try control.databases() { known[(database.path as NSString).standardizingPath] = database }
+                answered = true
+            } catch {
+                logger.warning("replication: \(error)")
+            }
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let entries = accounts.map { account -> ReplicationAccount in
+            guard let database = known[(root.accountPath(account) as NSString).standardizingPath] else {
+                return ReplicationAccount(account: account.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+            }
+            return ReplicationAccount(
+                account: account.rawValue, replicated: database.status == "replicating", status: database.status,
+                lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) })
+        }
+        return ReplicationReply(enabled: true, replica: current.replica.base, litestream: answered, accounts: entries)
+    }
+
+    /// The puller for `Pull`, with the settings in force.
+    ///
+    /// - Throws: a `ProtocolError` (`InvalidRequest`) when replication is off.
+    func puller() throws -> ReplicaPull {
+        guard let current = settings.current else {
+            throw ProtocolError(
+                .invalidRequest, "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to pull from")
+        }
+        return ReplicaPull(root: root, replica: current.replica, litestream: LitestreamProgram(executable: current.program))
+    }
+}

@@ -1,0 +1,82 @@
+/// The reply to `Replication`: whether the daemon replicates with Litestream, where to,
+/// and each account's replication as Litestream reports it.
+public struct ReplicationReply: ReplyModel {
+    enum Key: String { case enabled, replica, litestream, accounts }
+
+    /// Whether `replication.litestream.replica` is set.
+    public var enabled: Bool
+    /// The base URL of the replica; nil when replication is off.
+    public var replica: String?
+    /// Whether Litestream's control socket answered; false when it is not running, or
+    /// when replication is off.
+    public var litestream: Bool
+    /// Every account with a file here, by name.
+    public var accounts: [ReplicationAccount]
+
+    public init(enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount]) {
+        self.enabled = enabled
+        self.replica = replica
+        self.litestream = litestream
+        self.accounts = accounts
+    }
+
+    public init(parameters: JSONValue) throws(ReplyDecodingError) {
+        let reader = try ReplyReader(parameters, model: "Replication")
+        enabled = try reader.bool(Key.enabled)
+        replica = try reader.optionalString(Key.replica)
+        litestream = try reader.bool(Key.litestream)
+        accounts = try reader.array(Key.accounts, ReplicationAccount.init)
+    }
+
+    public var parameters: JSONValue {
+        var object = ReplyObject()
+        object.add(Key.enabled, .bool(enabled))
+        object.addIfPresent(Key.replica, replica.map { .string($0) })
+        object.add(Key.litestream, .bool(litestream))
+        object.add(Key.accounts, .array(accounts.map(\.parameters)))
+        return object.value
+    }
+}
+
+/// One account in ``ReplicationReply``.
+public struct ReplicationAccount: Hashable, Sendable {
+    enum Key: String { case account, replicated, status, lastSyncAt, secondsBehind }
+
+    public var account: String
+    /// Whether Litestream is replicating the account's file now.
+    public var replicated: Bool
+    /// Litestream's word for the file (`replicating`, `open`, `stopped`), or `not-replicated`
+    /// when Litestream does not know the file.
+    public var status: String
+    /// When the replica last caught up with the file (RFC 3339), by Litestream's clock.
+    public var lastSyncAt: String?
+    /// Seconds since `lastSyncAt`: at most the account's writes of this many seconds are not in
+    /// the replica yet. Nil when Litestream has not synced the file.
+    public var secondsBehind: Double?
+
+    public init(account: String, replicated: Bool, status: String, lastSyncAt: String?, secondsBehind: Double?) {
+        self.account = account
+        self.replicated = replicated
+        self.status = status
+        self.lastSyncAt = lastSyncAt
+        self.secondsBehind = secondsBehind
+    }
+
+    init(_ reader: ReplyReader) throws(ReplyDecodingError) {
+        account = try reader.string(Key.account)
+        replicated = try reader.bool(Key.replicated)
+        status = try reader.string(Key.status)
+        lastSyncAt = try reader.optionalString(Key.lastSyncAt)
+        secondsBehind = reader.has(Key.secondsBehind) ? try reader.double(Key.secondsBehind) : nil
+    }
+
+    public var parameters: JSONValue {
+        var object = ReplyObject()
+        object.add(Key.account, .string(account))
+        object.add(Key.replicated, .bool(replicated))
+        object.add(Key.status, .string(status))
+        object.addIfPresent(Key.lastSyncAt, lastSyncAt.map { .string($0) })
+        object.addIfPresent(Key.secondsBehind, secondsBehind.map { .double(($0 * 1000).rounded() / 1000) })
+        return object.value
+    }
+}

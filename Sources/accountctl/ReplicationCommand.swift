@@ -1,0 +1,36 @@
+import AccountdClient
+import AccountdProtocol
+import ArgumentParser
+
+/// `accountctl replication`: each account's replication with Litestream.
+struct ReplicationCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replication",
+        abstract: "Show, per account, whether Litestream replicates it and how far behind the replica is.",
+        discussion: """
+            From Litestream's own status (its control socket). BEHIND is the time since the \
+            replica last caught up with the account: at most the writes of that long are not \
+            in the replica yet. With replication off, or Litestream not running, it says so.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let reply = try await global.connect().replication()
+        if global.json { return Output.json(reply.parameters) }
+        guard reply.enabled, let replica = reply.replica else {
+            print("Replication is off (set replication.litestream.replica in the daemon's config).")
+            return
+        }
+        print("Replica: \(replica)")
+        if !reply.litestream { print("Litestream is not answering on its control socket: is accountd-litestream running?") }
+        let rows = reply.accounts.map { entry in
+            [
+                entry.account, entry.replicated ? "yes" : "no", entry.status,
+                entry.secondsBehind.map { String(format: "%.1fs", $0) } ?? "-", entry.lastSyncAt ?? "-",
+            ]
+        }
+        guard !rows.isEmpty else { return print("No accounts.") }
+        Table(headers: ["ACCOUNT", "REPLICATED", "STATUS", "BEHIND", "LAST SYNC"], rightAligned: [3], rows: rows).print()
+    }
+}

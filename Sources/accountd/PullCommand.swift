@@ -1,0 +1,58 @@
+import AccountdCore
+import AccountdDaemon
+import AccountdProtocol
+import ArgumentParser
+import Foundation
+
+/// `accountd pull`: brings an account from a Litestream replica onto a data root, without a daemon.
+struct PullCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract: "Bring an account from a Litestream replica onto a data root, without serving.",
+        discussion: """
+            Runs `litestream restore` of <replica>/<account>.sqlite into a temporary file under the \
+            data root, checks the copy like any account file (an accountd file bound to this \
+            account, whole by SQLite's integrity_check), puts it in WAL mode and links it into \
+            place; the next switch opens or migrates it. Refused, touching nothing, when the \
+            account already has a file there. The litestream program is found on PATH, or given \
+            with --litestream. Exit status 1 when the pull failed.
+            """)
+
+    @Option(name: .long, help: "The base URL of the Litestream directory replica of accounts/ (replication.litestream.replica).")
+    var replica: String
+
+    @Option(name: .long, help: "The data root.")
+    var dataRoot: String
+
+    @Option(name: .long, help: "The litestream program (default: litestream on PATH).")
+    var litestream: String = "litestream"
+
+    @Argument(help: "The account to pull.")
+    var account: String
+
+    func validate() throws {
+        if let problem = AccountName.problem(in: account) { throw ValidationError("\(AccountName.quoted(account)): \(problem)") }
+        guard replica.contains("://") else { throw ValidationError("--replica is a URL Litestream takes, e.g. file:///srv/replica/accounts") }
+    }
+
+    func run() throws {
+        umask(0o077)
+        let name = try! AccountName(account)
+        do {
+            let root = try DataRoot(dataRoot)
+            let lock: DataRootLock
+            do {
+                lock = try DataRootLock(root: root.path)
+            } catch {
+                throw ValidationError("\(error); use 'accountctl pull \(account)' to pull through the running daemon")
+            }
+            defer { _ = lock }
+            let outcome = try ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
+                .pull(name)
+            print("\(name): pulled at version \(outcome.version) (\(outcome.sizeBytes) bytes, Litestream txid \(outcome.txid ?? "unknown"))")
+        } catch {
+            FileHandle.standardError.write(Data("accountd: \(account): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

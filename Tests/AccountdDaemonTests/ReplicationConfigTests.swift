@@ -1,0 +1,93 @@
+import AccountdCore
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import Testing
+
+@testable import AccountdDaemon
+
+/// The replication settings, and the Litestream configuration and URLs made from them.
+@Suite struct ReplicationConfigTests {
+    static func settings(_ values: [String: String], in dir: borrowing TestDirectory) async throws -> DaemonSettings {
+        var environment = ["ACCOUNTD_DATA_ROOT": dir.sub("data"), "ACCOUNTD_SOCKET_PATH": dir.sub("run/accountd.sock")]
+        environment.merge(values) { $1 }
+        try Files.write("{}\n", to: dir.sub("none.yaml"))
+        return try await SettingsLoader(flags: .init(config: dir.sub("none.yaml")), environment: environment).load()
+    }
+
+    @Test func replicationIsOffUnlessAReplicaIsSet() async throws {
+        let dir = TestDirectory()
+        #expect(try await Self.settings([:], in: dir).replication == nil)
+        let on = try #require(
+            try await Self.settings(["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "s3://bucket/host-a/"], in: dir).replication)
+        #expect(on.replica.base == "s3://bucket/host-a")
+        #expect(on.syncIntervalSeconds == 1)
+        #expect(on.configPath == dir.sub("run/litestream.yml"))
+        #expect(on.controlSocketPath == dir.sub("run/litestream.sock"))
+        #expect(on.program == "litestream")
+        let runtime = try #require(
+            try await Self.settings(
+                ["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "file:///srv/r", "RUNTIME_DIRECTORY": dir.sub("rt")], in: dir
+            ).replication)
+        #expect(runtime.configPath == dir.sub("rt/litestream.yml"))
+        let faster = try #require(
+            try await Self.settings(
+                ["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "file:///srv/r", "ACCOUNTD_REPLICATION_LITESTREAM_SYNC_INTERVAL_SECONDS": "0.5"], in: dir
+            ).replication)
+        #expect(faster.syncIntervalSeconds == 0.5)
+    }
+
+    @Test func aReplicaThatIsNotAURLIsRefused() async throws {
+        let dir = TestDirectory()
+        await #expect(throws: SettingsLoader.Failure.self) {
+            _ = try await Self.settings(["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "/srv/replica"], in: dir)
+        }
+    }
+
+    @Test func theConfigurationReplicatesTheAccountsFolderByPatternAndDeviceSqlite() throws {
+        let dir = TestDirectory()
+        let root = try DataRoot(dir.sub("data"))
+        let settings = ReplicationSettings(
+            replica: ReplicaURL(base: "s3://bucket/a b?endpoint=x"), syncIntervalSeconds: 0.25, configPath: dir.sub("run/litestream.yml"))
+        let config = LitestreamConfig(settings: settings, root: root)
+        try config.write()
+        let text = try String(contentsOfFile: settings.configPath, encoding: .utf8)
+        #expect(text == config.text)
+        #expect(Files.mode(settings.configPath) == 0o600)
+        for line in [
+            "  path: \"\(dir.sub("run/litestream.sock"))\"", "  - dir: \"\(root.accountsDirectory)\"", "    pattern: \"*.sqlite\"",
+            "    watch: true", "      url: \"s3://bucket/a b?endpoint=x\"", "      sync-interval: 250ms",
+            "  - path: \"\(root.devicePath)\"", "      url: \"s3://bucket/a b/.device.sqlite?endpoint=x\"",
+        ] {
+            #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
+        }
+        #expect(LitestreamConfig.duration(1) == "1s")
+        #expect(LitestreamConfig.quoted("a\"b\\c") == #""a\"b\\c""#)
+    }
+
+    @Test func anAccountsReplicaIsItsFileUnderTheBase() throws {
+        let alice = try AccountName("alice")
+        #expect(ReplicaURL(base: "file:///srv/replica/").account(alice) == "file:///srv/replica/alice.sqlite")
+        #expect(ReplicaURL(base: "s3://b/p?region=x").account(alice) == "s3://b/p/alice.sqlite?region=x")
+        #expect(ReplicaURL(base: "s3://b").device == "s3://b/.device.sqlite")
+    }
+
+    @Test func litestreamsTimestampsAreRead() throws {
+        let date = try #require(LitestreamControl.date("2026-11-23T01:27:40.860405066Z"))
+        #expect(abs(date.timeIntervalSince1970 - 1_795_397_260.860) < 0.001)
+        #expect(LitestreamControl.date("2026-11-23T01:27:40Z") != nil)
+    }
+
+    @Test func withoutLitestreamEveryAccountIsReportedNotReplicated() throws {
+        let dir = TestDirectory()
+        let root = try DataRoot(dir.sub("data"))
+        let service = ReplicationService(
+            settings: ReplicationSettings(replica: ReplicaURL(base: "file:///nowhere"), configPath: dir.sub("run/litestream.yml")), root: root,
+            logger: .init(label: "test"))
+        let report = service.status(accounts: [try AccountName("alice")])
+        #expect(report.enabled && !report.litestream)
+        #expect(report.accounts == [ReplicationAccount(account: "alice", replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)])
+        // Removal without Litestream running goes ahead (logged), rather than refusing.
+        try service.release(try AccountName("alice"))
+    }
+}

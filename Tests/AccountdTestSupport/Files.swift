@@ -1,3 +1,4 @@
+import AccountdProtocol
 import Foundation
 
 /// Small helpers over files.
@@ -6,6 +7,19 @@ public enum Files {
 
     public static func mode(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
+    }
+
+    /// The size of a file in bytes, -1 when it cannot be read.
+    public static func size(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
+    }
+
+    /// The account `state.json` under `dataRoot` names as active, as a person reads it:
+    /// of its lines (slots), the one whose `generation` is highest.
+    public static func savedActiveAccount(_ dataRoot: String) throws -> String? {
+        let text = try String(contentsOfFile: dataRoot + "/state.json", encoding: .utf8)
+        let slots = text.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        return slots.max { ($0["generation"]?.intValue ?? 0) < ($1["generation"]?.intValue ?? 0) }?["active"]?.stringValue
     }
 
     public static func write(_ text: String, to path: String) throws {

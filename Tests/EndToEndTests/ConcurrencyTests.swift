@@ -175,8 +175,7 @@ import Testing
         #expect(accounts.contains(active))
         #expect(status.parameters["state"] == "ready")
         // What a restart would bring back is what is active now.
-        let state = try JSONParser.parse(String(contentsOfFile: daemon.dataRoot + "/state.json", encoding: .utf8))
-        #expect(state["active"]?.stringValue == active)
+        #expect(try Files.savedActiveAccount(daemon.dataRoot) == active)
         #expect(daemon.process.isRunning)
     }
 

@@ -11,8 +11,7 @@ import Testing
         let client = try daemon.client()
         #expect(try client.callOne("switch alice").error == nil)
         #expect(try client.callOne("switch bob").error == nil)
-        let state = try JSONParser.parse(String(contentsOfFile: daemon.dataRoot + "/state.json", encoding: .utf8))
-        #expect(state["active"] == "bob")
+        #expect(try Files.savedActiveAccount(daemon.dataRoot) == "bob")
         #expect(Files.mode(daemon.dataRoot + "/state.json") == 0o600)
 
         try E2E.spawning { try daemon.restart() }
@@ -20,8 +19,7 @@ import Testing
         #expect(after.parameters["active"] == "bob")
         #expect(after.parameters["state"] == "ready")
         #expect(after.parameters["version"] == 3)
-        let saved = try JSONParser.parse(String(contentsOfFile: daemon.dataRoot + "/state.json", encoding: .utf8))
-        #expect(saved["active"] == "bob")
+        #expect(try Files.savedActiveAccount(daemon.dataRoot) == "bob")
         // No temporary state file is left behind.
         #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.dataRoot).filter { $0.contains("state.json.") } == [])
 

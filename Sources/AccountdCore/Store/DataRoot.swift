@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```
 /// <data-root>/
-///   state.json                          the active account
+///   state.json                          the active account (see ActiveAccountRecord)
 ///   accounts/<account>.sqlite           one file per account (+ -wal / -shm)
 ///   device.sqlite                       device-wide preferences
 ///   snapshots/<account>/<name>.sqlite   copies taken before migrations, restores and removals, and on demand
@@ -72,40 +72,6 @@ public struct DataRoot: Sendable {
             guard file.hasSuffix(".sqlite") else { return nil }
             return try? AccountName(String(file.dropLast(".sqlite".count)))
         }.sorted()
-    }
-
-    /// The saved active account, or nil when none was saved.
-    ///
-    /// - Throws: ``AccountdError`` (`storage`) when `state.json` exists but cannot be read
-    ///   or names an invalid account.
-    public func savedActiveAccount() throws -> AccountName? {
-        guard FileSystem.exists(statePath) else { return nil }
-        let state: SavedState
-        do {
-            state = try JSONDecoder().decode(SavedState.self, from: Data(contentsOf: URL(fileURLWithPath: statePath)))
-        } catch {
-            throw AccountdError(
-                .storage, "\(statePath) cannot be read (\(error)); starting with no active account", file: statePath)
-        }
-        guard let active = state.active else { return nil }
-        do {
-            return try AccountName(active)
-        } catch {
-            throw AccountdError(.storage, "\(statePath) names an invalid account: \(error)", file: statePath)
-        }
-    }
-
-    /// Saves the active account atomically: temp file, fsync, rename, fsync folder.
-    public func saveActiveAccount(_ account: AccountName?) throws {
-        // Account names need no JSON escaping (their characters are A-Z a-z 0-9 @ . _ + -).
-        let active = account.map { "\"\($0.rawValue)\"" } ?? "null"
-        let text = "{\n  \"active\" : \(active),\n  \"updatedAt\" : \"\(Timestamp.now())\"\n}\n"
-        try FileSystem.atomicWrite(Data(text.utf8), to: statePath)
-    }
-
-    private struct SavedState: Codable {
-        var active: String?
-        var updatedAt: String
     }
 }
 

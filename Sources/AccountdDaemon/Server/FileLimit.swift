@@ -20,7 +20,7 @@ struct FileLimit: Sendable {
     /// Files the daemon may open besides its connections.
     ///
     /// - fixed: standard input, output and error, the journal socket, the systemd notify
-    ///   socket, the listening socket, the data-root lock, `state.json` while it is written,
+    ///   socket, the listening socket, the data-root lock, `state.json` (kept open),
     ///   and a few for the runtime: 16;
     /// - `device.sqlite` and the preference tables kept open (``PreferenceService/openAccountLimit``
     ///   accounts), each a database with its `-wal` and `-shm`: 3 each;

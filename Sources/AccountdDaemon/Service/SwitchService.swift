@@ -35,6 +35,8 @@ final class SwitchService: Sendable {
     let metrics: DaemonMetrics
     let board = MigrationBoard()
     private let state = Mutex(State())
+    /// `state.json`: the durable record of the active account.
+    private let record: ActiveAccountRecord
     /// Held while a switch saves `state.json` and sets the active account (on a pool
     /// thread, never on an event loop), so the file always names the account that is active.
     private let commits = Mutex(())
@@ -49,6 +51,7 @@ final class SwitchService: Sendable {
         self.pool = pool
         self.hub = hub
         self.logger = logger
+        record = ActiveAccountRecord(path: stores.current.root.statePath)
     }
 
     var root: DataRoot { stores.current.root }
@@ -58,7 +61,7 @@ final class SwitchService: Sendable {
     func restoreSavedAccount() async {
         let saved: AccountName?
         do {
-            saved = try root.savedActiveAccount()
+            saved = try record.read()
         } catch {
             logger.error("\(error)")
             return
@@ -156,7 +159,7 @@ final class SwitchService: Sendable {
                     "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
                     account: account.rawValue)
             }
-            if save && previous != account { try root.saveActiveAccount(account) }
+            if save && previous != account { try record.save(account) }
             state.withLock {
                 $0.active = account
                 $0.version = version
@@ -263,7 +266,7 @@ final class SwitchService: Sendable {
     /// so neither a long migration nor a busy client holds it up; a data root that no longer
     /// answers, or shared state that stays locked, does.
     func livenessRead() {
-        _ = try? root.savedActiveAccount()
+        _ = try? record.read()
         _ = daemonStatus()
     }
 }

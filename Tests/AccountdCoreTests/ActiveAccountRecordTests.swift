@@ -1,0 +1,67 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import Testing
+
+@testable import AccountdCore
+
+/// `state.json`, the record of the active account: two slots overwritten in turn, a torn
+/// slot passed over for the record before it, a hand-written file read and replaced.
+@Suite struct ActiveAccountRecordTests {
+    static func name(_ text: String) -> AccountName { try! AccountName(text) }
+
+    @Test func eachSaveIsReadBackAndTheSlotsTakeTurns() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        let record = ActiveAccountRecord(path: path)
+        #expect(try record.read() == nil, "no file: no active account")
+        for (index, account) in ["alice", "bob", "carol", "bob"].enumerated() {
+            try record.save(Self.name(account))
+            #expect(try record.read() == Self.name(account))
+            #expect(try ActiveAccountRecord(path: path).read() == Self.name(account), "a new reader, as after a restart")
+            #expect(Files.size(path) == 2 * ActiveAccountRecord.slotSize, "save \(index + 1) rewrote nothing but a slot")
+        }
+        try record.save(nil)
+        #expect(try record.read() == nil)
+        #expect(Files.mode(path) == 0o600)
+    }
+
+    @Test func aTornSlotGivesTheRecordBeforeIt() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        let record = ActiveAccountRecord(path: path)
+        try record.save(Self.name("alice"))
+        try record.save(Self.name("bob"))
+        // Find the slot holding bob, the newest, and tear it: half its bytes from a later write.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let slot = ActiveAccountRecord.slotSize
+        let newest = String(decoding: bytes[0..<slot], as: UTF8.self).contains("\"bob\"") ? 0 : slot
+        let later = ActiveAccountRecord.slot(Self.name("carolina"), generation: 99)
+        bytes.replaceSubrange(newest..<(newest + 40), with: later[0..<40])
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("alice"))
+
+        // A slot whose JSON is whole but whose fields do not match its check is passed over too.
+        bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let other = newest == 0 ? slot : 0
+        let text = String(decoding: bytes[other..<(other + slot)], as: UTF8.self).replacingOccurrences(of: "\"alice\"", with: "\"alicf\"")
+        bytes.replaceSubrange(other..<(other + slot), with: Array(text.utf8))
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect(throws: AccountdError.self) { try ActiveAccountRecord(path: path).read() }
+    }
+
+    @Test func aHandWrittenFileIsReadAndTheNextSaveReplacesIt() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        try Files.write(#"{ "active" : "dave", "updatedAt" : "2026-01-01T00:00:00Z" }"# + "\n", to: path)
+        let record = ActiveAccountRecord(path: path)
+        #expect(try record.read() == Self.name("dave"))
+        try record.save(Self.name("erin"))
+        #expect(try record.read() == Self.name("erin") && Files.size(path) == 2 * ActiveAccountRecord.slotSize)
+
+        try Files.write(#"{"active":"../etc"}"#, to: path)
+        #expect(throws: AccountdError.self) { try ActiveAccountRecord(path: path).read() }
+        try Files.write("garbage", to: path)
+        #expect(throws: AccountdError.self) { try ActiveAccountRecord(path: path).read() }
+    }
+}

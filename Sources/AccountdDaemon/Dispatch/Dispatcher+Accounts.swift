@@ -56,11 +56,12 @@ extension Dispatcher {
         var tally = MigrateTally(count: accounts.count)
         var gate = RolloutGate(rollout, concurrency: max(1, migrateConcurrency))
         var pending = accounts[...]
-        func report(_ result: MigrateResult) async throws {
+        // A result goes out as soon as it is known; the skipped ones, known all at once, together.
+        func report(_ result: MigrateResult, now: Bool = true) async throws {
             tally.add(result)
             if more {
                 try await writer.send(Reply(MigrateResult(account: result.account, outcome: result.outcome, of: accounts.count), continues: true))
-                try await writer.flush()
+                if now { try await writer.flush() }
             } else {
                 results.append(result)
             }
@@ -80,7 +81,7 @@ extension Dispatcher {
                 startWhatMay()
             }
         }
-        for account in pending { try await report(MigrateResult(account: account.rawValue, outcome: .skipped)) }
+        for account in pending { try await report(MigrateResult(account: account.rawValue, outcome: .skipped), now: false) }
         try await writer.send(Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results)))
     }
 

@@ -14,7 +14,7 @@ enum ReplyLines {
     static func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, into inbox: AsyncThrowingChannel<[[UInt8]], any Error>) async throws {
         var framer = LineFramer(maximumLineLength: AccountdClient.maximumReplyLength)
         for try await buffer in inbound {
-            framer.append(buffer.readableBytesView)
+            buffer.withUnsafeReadableBytes { framer.append($0) }
             var lines: [[UInt8]] = []
             while let line = try framer.nextLine() { lines.append(line) }
             if !lines.isEmpty { await inbox.send(lines) }

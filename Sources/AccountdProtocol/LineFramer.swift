@@ -34,14 +34,27 @@ public struct LineFramer: Sendable {
         self.delimiter = delimiter
     }
 
-    /// Adds bytes that arrived.
+    /// Adds bytes that arrived, in any collection; see ``append(_:)-(UnsafeRawBufferPointer)``.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
+        guard bytes.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil else {
+            return append(Array(bytes))
+        }
+    }
+
+    /// Adds bytes that arrived, from memory: one copy, and no generic code to go through
+    /// (this runs for every read of every connection).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compact()
+        buffer.append(contentsOf: bytes.bindMemory(to: UInt8.self))
+    }
+
+    /// Drops the lines already returned once they are most of the buffer.
+    private mutating func compact() {
         if consumed > 4096 && consumed * 2 > buffer.count {
             buffer.removeFirst(consumed)
             scanned -= consumed
             consumed = 0
         }
-        buffer.append(contentsOf: bytes)
     }
 
     /// The next complete line, without its line ending, or nil when no full line is buffered.

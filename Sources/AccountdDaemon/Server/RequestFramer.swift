@@ -41,7 +41,7 @@ final class RequestFramer: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard framer != nil else { return }
-        framer!.append(unwrapInboundIn(data).readableBytesView)
+        unwrapInboundIn(data).withUnsafeReadableBytes { framer!.append($0) }
         while framer != nil {
             let line: [UInt8]
             do {

@@ -271,7 +271,7 @@ public final class AccountStore: Sendable {
     }
 
     /// The refusal of a file newer than the bundle and not readable by it.
-    private func tooNew(_ account: AccountName, _ facts: AccountFacts) -> AccountdError {
+    func tooNew(_ account: AccountName, _ facts: AccountFacts) -> AccountdError {
         let target = bundle.targetVersion
         return AccountdError(
             .accountTooNew,

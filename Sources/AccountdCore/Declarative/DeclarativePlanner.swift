@@ -212,10 +212,12 @@ struct DeclarativePlanner {
             columns.insert("rowid", at: 0)
             values.insert("rowid", at: 0)
         }
+        let copy = columns.isEmpty
+            ? ""
+            : "INSERT INTO \(q(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(q(source.targetName));\n"
         return """
             \(create);
-            INSERT INTO \(q(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(q(source.targetName));
-            DROP TABLE \(q(source.targetName));
+            \(copy)DROP TABLE \(q(source.targetName));
             ALTER TABLE \(q(temporary)) RENAME TO \(q(source.targetName));
             """
     }

@@ -70,7 +70,7 @@ struct Migrator {
             let stepStart = ContinuousClock.now
             do {
                 try ScriptRunner.run(migration.script, file: migration.relativePath, in: db)
-            } catch let error as ScriptRunner.Failure {
+            } catch {
                 throw failure(
                     "migration \(error.location) failed: \(error.sqliteMessage)", from: fromVersion, file: error.file,
                     line: error.line, resultCode: error.resultCode)

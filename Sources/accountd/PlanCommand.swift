@@ -13,7 +13,8 @@ struct PlanCommand: ParsableCommand {
         discussion: """
             Reads the account's file only: nothing is written, and a running daemon may keep serving. \
             For a declarative bundle the steps are computed from the file's own schema, each lossy step \
-            marked LOSSY; for a chain they are the pending migrations. Exit status 1 when no plan can be made.
+            marked LOSSY; for a chain they are the pending migrations. The time taken to load the bundle and \
+            to plan goes to standard error. Exit status 1 when no plan can be made.
             """)
 
     @Option(name: .long, help: "The data root.")
@@ -31,11 +32,22 @@ struct PlanCommand: ParsableCommand {
 
     func run() throws {
         do {
+            let started = ContinuousClock.now
             let store = AccountStore(root: try DataRoot(dataRoot), bundle: try SchemaBundle.load(from: schema))
-            print(PlanReply(try store.plan(try AccountName(account))).script)
+            let loaded = ContinuousClock.now
+            let plan = try store.plan(try AccountName(account))
+            let planned = ContinuousClock.now
+            print(PlanReply(plan).script)
+            FileHandle.standardError.write(
+                Data("accountd: bundle loaded in \(Self.ms(loaded - started)), planned in \(Self.ms(planned - loaded))\n".utf8))
         } catch {
             FileHandle.standardError.write(Data("accountd: \(error)\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    private static func ms(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.1f ms", Double(seconds) * 1000 + Double(attoseconds) / 1e15)
     }
 }

@@ -16,11 +16,13 @@ public struct DeclarativeSchema: Sendable {
     let script: SQLScript
     /// The renames and allowed losses its comments declare.
     let directives: SchemaDirectives
+    /// The schema as SQLite reads it, for the planner.
+    let target: DeclarativeTarget
 
     /// Reads `schema.sql` as a declarative schema; nil when its first line does not declare one.
     ///
-    /// - Throws: ``AccountdError`` (`invalidBundle`) for a malformed header or directive,
-    ///   naming `schema.sql` and the line.
+    /// - Throws: ``AccountdError`` (`invalidBundle`) for a malformed header or directive, or a
+    ///   statement SQLite refuses, naming `schema.sql` and the line.
     static func read(text: String, data: Data, script: SQLScript) throws -> DeclarativeSchema? {
         let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         guard let declared = SchemaDirectives.declaredVersion(firstLine: firstLine) else { return nil }
@@ -29,16 +31,27 @@ public struct DeclarativeSchema: Sendable {
                 .invalidBundle, "schema.sql line 1: write the header as '-- accountd: declarative version N' with N ≥ 1",
                 file: "schema.sql", line: 1)
         }
-        return DeclarativeSchema(
-            version: version, sha256: Digest.sha256Hex(data),
-            script: SQLScript(statements: script.statements.filter { !($0.createdObject?.name.hasPrefix("sqlite_") ?? false) }),
-            directives: try SchemaDirectives.read(text, script: script))
+        let statements = SQLScript(statements: script.statements.filter { !($0.createdObject?.name.hasPrefix("sqlite_") ?? false) })
+        let directives = try SchemaDirectives.read(text, script: script)
+        let target: DeclarativeTarget
+        do {
+            let queue = try Self.load(statements)
+            defer { try? queue.close() }
+            target = try queue.read { try DeclarativeTarget.read($0) }
+        } catch let error as ScriptRunner.Failure {
+            throw AccountdError(.invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
+        }
+        return DeclarativeSchema(version: version, sha256: Digest.sha256Hex(data), script: statements, directives: directives, target: target)
     }
 
     /// A new in-memory database holding exactly this schema: the target the planner compares with.
     ///
     /// - Throws: ``ScriptRunner/Failure`` when SQLite refuses a statement.
     func loadTarget() throws -> DatabaseQueue {
+        try Self.load(script)
+    }
+
+    private static func load(_ script: SQLScript) throws -> DatabaseQueue {
         let queue = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "declarative-target"))
         try queue.writeWithoutTransaction { db in try ScriptRunner.run(script, file: "schema.sql", in: db) }
         return queue

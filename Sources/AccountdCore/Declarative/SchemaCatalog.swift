@@ -5,9 +5,9 @@ import GRDB
 ///
 /// SQLite's own objects (`sqlite_*`), the daemon's (`accountd_*`) and the shadow tables of
 /// virtual tables (which their virtual table makes) are left out. Keys are lowercased names.
-struct SchemaCatalog {
+struct SchemaCatalog: Sendable {
     /// One object: its name as written, the table it belongs to, and its `CREATE` statement.
-    struct Object {
+    struct Object: Sendable {
         var name: String
         var table: String
         var sql: String
@@ -52,18 +52,13 @@ struct SchemaCatalog {
         return catalog
     }
 
-    /// A new in-memory database with these tables and indexes, and with `viewsAndTriggers`
-    /// those that SQLite accepts there, but no rows: where a plan is worked out and tried
-    /// before it runs on the file.
-    func emptyCopy(viewsAndTriggers: Bool) throws -> DatabaseQueue {
+    /// A new in-memory database with these tables and indexes, but no rows, views or triggers:
+    /// where the planner sees the tables as drops and renames leave them.
+    func emptyCopy() throws -> DatabaseQueue {
         let queue = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "declarative-scratch"))
         try queue.writeWithoutTransaction { db in
             for object in tables.values.sorted(by: { $0.position < $1.position }) { try db.execute(sql: object.sql) }
             for object in indexes.values.sorted(by: { $0.position < $1.position }) { try db.execute(sql: object.sql) }
-            guard viewsAndTriggers else { return }
-            // A view or trigger that refers to the daemon's own tables cannot be made here; the
-            // plan drops those before it changes any table, and checks the file's schema at the end.
-            for object in (Array(views.values) + Array(triggers.values)).sorted(by: { $0.position < $1.position }) { try? db.execute(sql: object.sql) }
         }
         return queue
     }

@@ -5,7 +5,7 @@ import GRDB
 /// default that fills it.
 struct TableSource {
     /// One column of a table, as `PRAGMA table_xinfo` gives it.
-    struct Column {
+    struct Column: Sendable {
         var name: String
         var notNull: Bool
         var defaultValue: String?
@@ -15,11 +15,9 @@ struct TableSource {
 
         var key: String { name.lowercased() }
 
-        /// Whether `table` has a rowid, i.e. is an ordinary table not declared `WITHOUT ROWID`.
-        static func hasRowid(_ db: Database, table: String) throws -> Bool {
-            try Bool.fetchOne(
-                db, sql: "SELECT type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [table])
-                ?? false
+        /// The lowercased names of the tables that have a rowid: ordinary tables not declared `WITHOUT ROWID`.
+        static func tablesWithRowid(_ db: Database) throws -> Set<String> {
+            Set(try String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND wr = 0"))
         }
 
         static func read(_ db: Database, table: String) throws -> [Column] {

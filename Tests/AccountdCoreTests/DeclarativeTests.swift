@@ -167,6 +167,16 @@ import Testing
         #expect(try rows(path, "SELECT * FROM t") == [[1.databaseValue, "x".databaseValue]])
     }
 
+    /// mihon's history table keeps no column across its rebuild: the plan must not write an empty copy.
+    @Test func aRebuildWithNoSharedColumnCopiesNothing() throws {
+        let dir = TestDirectory()
+        let path = try account(dir, "CREATE TABLE t (old_id INTEGER PRIMARY KEY, x TEXT);", fill: "")
+        let store = try store(dir, "CREATE TABLE t (id INTEGER PRIMARY KEY, y TEXT NOT NULL);")
+        #expect(try store.plan(alice).steps.allSatisfy { !$0.sql.contains("INSERT") })
+        #expect(try store.open(alice).action == .migrated)
+        #expect(try rows(path, "SELECT name FROM pragma_table_info('t')") == [["id".databaseValue], ["y".databaseValue]])
+    }
+
     @Test func aNewAccountIsBuiltFromSchemaSQL() throws {
         let dir = TestDirectory()
         let store = try store(dir, version: 5, "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT);")

@@ -30,7 +30,9 @@ enum DeclarativeComparison {
         let file = root.accountPath(alice)
         let schemaText = try readQueue(fresh) { db in try objectSQL(db).joined(separator: ";\n") + ";\n" }
         let before = try Data(contentsOf: URL(fileURLWithPath: file))
-        let (kShape, originals) = try readQueue(file) { db in (try shape(db), try columnValues(db)) }
+        let (kShape, originals, kVirtual) = try readQueue(file) { db in
+            (try shape(db), try columnValues(db), Set(try String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_list WHERE type = 'virtual'")))
+        }
         let finalShape = try readQueue(fresh) { try shape($0) }
 
         let strict = try SchemaBundle.load(
@@ -45,7 +47,8 @@ enum DeclarativeComparison {
 
             var allowances: [String] = []
             for (table, columns) in kShape.sorted(by: { $0.key < $1.key }) {
-                guard let kept = finalShape[table] else {
+                // A virtual table whose definition changed is made anew: a drop, as far as its rows go.
+                guard let kept = finalShape[table], !kVirtual.contains(table) else {
                     allowances.append("-- accountd: allow-drop \(table)")
                     continue
                 }

@@ -195,5 +195,11 @@ import Testing
         let bad = try BundleFixture.writeDeclarative(at: dir.sub("bad"), version: 1, schema: "CREATE TABLE t (\n  id INTEGER -- accountd: renamed-from\n);")
         let error = #expect(throws: AccountdError.self) { try SchemaBundle.load(from: bad) }
         #expect(error?.line == 3)
+        // A forbidden statement is refused before SQLite runs any of schema.sql.
+        let attach = try BundleFixture.writeDeclarative(
+            at: dir.sub("attach"), version: 1, schema: "ATTACH '\(dir.sub("attached.sqlite"))' AS other;\nCREATE TABLE other.t (id INTEGER);")
+        let refused = #expect(throws: AccountdError.self) { try SchemaBundle.load(from: attach) }
+        #expect(refused?.line == 2 && refused?.message.contains("ATTACH") == true, "\(String(describing: refused))")
+        #expect(!FileManager.default.fileExists(atPath: dir.sub("attached.sqlite")))
     }
 }

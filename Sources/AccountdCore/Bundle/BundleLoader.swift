@@ -78,28 +78,19 @@ struct BundleLoader {
         if hasTemplate {
             digestInput.append("template.sqlite \(Digest.sha256Hex(try Data(contentsOf: URL(fileURLWithPath: templatePath))))")
         }
-        let reference: DatabaseQueue
-        do {
-            reference = try declarative.loadTarget()
-        } catch let error as ScriptRunner.Failure {
-            throw AccountdError(.invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
-        }
-        defer { try? reference.close() }
-        let reserved = try reference.read { try SchemaReader.reservedObjects($0) }
-        if !reserved.isEmpty {
-            throw AccountdError(
-                .invalidBundle,
-                "schema.sql creates \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved for the daemon's own records",
-                file: "schema.sql")
-        }
-        let targetSchema = try reference.read { try SchemaReader.read($0) }
+        // schema.sql ran when it was read (DeclarativeSchema.read), and its accountd_* names were refused there.
+        let targetSchema = declarative.target.schema
         try declarative.checkDirectives(against: targetSchema)
         var locations: [String: String] = [:]
         for statement in declarative.script.statements {
             if let object = statement.createdObject { locations["\(object.kind) \(object.name)"] = "schema.sql line \(statement.line)" }
         }
         if hasTemplate { try checkTemplate(templatePath, against: targetSchema, locations) }
-        if let onOpenScript { try checkOnOpen(onOpenScript, in: reference) }
+        if let onOpenScript {
+            let reference = try declarative.loadTarget()
+            defer { try? reference.close() }
+            try checkOnOpen(onOpenScript, in: reference)
+        }
         return SchemaBundle(
             directory: root, migrations: [], declarative: declarative, schemaScript: declarative.script,
             templatePath: hasTemplate ? templatePath : nil, onOpenScript: onOpenScript, targetSchema: targetSchema,
@@ -114,16 +105,18 @@ struct BundleLoader {
         guard let text = String(data: data, encoding: .utf8) else {
             throw AccountdError(.invalidBundle, "schema.sql is not valid UTF-8 text", file: "schema.sql")
         }
-        let script = SQLScript(text)
-        guard let declarative = try DeclarativeSchema.read(text: text, data: data, script: script) else { return nil }
+        let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard SchemaDirectives.declaredVersion(firstLine: firstLine) != nil else { return nil }
         if FileSystem.entry(at: root + "/migrations") != .missing {
             throw AccountdError(
                 .invalidBundle,
                 "schema.sql declares a declarative bundle, but there is a migrations/ folder too: a bundle is either a chain of migrations or declarative; remove one",
                 file: "schema.sql", line: 1)
         }
+        // Checked before SQLite runs any of it: no ATTACH, VACUUM or transaction control.
+        let script = SQLScript(text)
         try Migration.checkStatements(script, file: "schema.sql")
-        return declarative
+        return try DeclarativeSchema.read(text: text, data: data, script: script)
     }
 
     /// Refuses a `template.sqlite` that is not SQLite, holds reserved objects, or has another schema than the target.

@@ -177,6 +177,19 @@ import Testing
         #expect(try rows(path, "SELECT name FROM pragma_table_info('t')") == [["id".databaseValue], ["y".databaseValue]])
     }
 
+    @Test func aChainsPlanIsItsPendingMigrationsText() throws {
+        let dir = TestDirectory()
+        let path = try account(dir, "CREATE TABLE t (id INTEGER PRIMARY KEY);", fill: "INSERT INTO t VALUES (1);")
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let chain = try BundleFixture.write(
+            at: dir.sub("chain3"), steps: ["CREATE TABLE t (id INTEGER PRIMARY KEY);", "DROP TABLE t;", "CREATE TABLE u (id INTEGER);"])
+        let plan = try AccountStore(root: try DataRoot(dir.sub("root")), bundle: try SchemaBundle.load(from: chain)).plan(alice)
+        #expect(plan.fromVersion == 1 && plan.version == 3)
+        #expect(plan.steps.map(\.sql) == ["-- migrations/0002_step2.sql\nDROP TABLE t;", "-- migrations/0003_step3.sql\nCREATE TABLE u (id INTEGER);"])
+        #expect(plan.steps.allSatisfy { !$0.lossy }, "a chain's SQL is run as written, not judged")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
     @Test func aNewAccountIsBuiltFromSchemaSQL() throws {
         let dir = TestDirectory()
         let store = try store(dir, version: 5, "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT);")

@@ -8,6 +8,14 @@ extension AccountdClient {
         try await call(.verify(account: Self.account(account)), as: VerifyResult.self)
     }
 
+    /// The SQL that would bring an account to the bundle's version, each lossy step marked.
+    /// Changes nothing.
+    ///
+    /// - Throws: ``AccountdClientError``.
+    public func plan(account: String) async throws -> PlanReply {
+        try await call(.plan(account: Self.account(account)), as: PlanReply.self)
+    }
+
     /// The snapshots kept of an account.
     ///
     /// - Throws: ``AccountdClientError``.

@@ -39,7 +39,7 @@ public enum Daemon {
         }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
-            "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.migrations.count) migrations, new accounts from \(bundle.creationMethod.rawValue)")
+            "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()

@@ -7,6 +7,7 @@ public enum Method: String, CaseIterable, Sendable {
     case switchAccount = "Switch"
     case export = "Export"
     case verify = "Verify"
+    case plan = "Plan"
     case snapshots = "Snapshots"
     case restore = "Restore"
     case snapshot = "Snapshot"
@@ -40,7 +41,7 @@ public enum Method: String, CaseIterable, Sendable {
     /// Whether only an admin peer may call it.
     public var requiresAdmin: Bool {
         switch self {
-        case .switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull: true
+        case .switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull: true
         case .info, .ping, .status, .list, .get, .keys, .watch, .metrics, .replication: false
         }
     }
@@ -62,7 +63,7 @@ public enum Method: String, CaseIterable, Sendable {
         case .list: ["details"]
         case .switchAccount: ["account", "create"]
         case .export: ["account", "format"]
-        case .verify: ["account"]
+        case .verify, .plan: ["account"]
         case .snapshots: ["account"]
         case .restore: ["account", "snapshot"]
         case .snapshot: ["account", "label"]

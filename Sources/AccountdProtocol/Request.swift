@@ -119,7 +119,7 @@ public struct Request: Sendable {
         }
         switch method {
         case .info, .ping, .watch, .metrics, .replication: try positional([])
-        case .status, .verify, .snapshots, .pull: try positional(["account"])
+        case .status, .verify, .plan, .snapshots, .pull: try positional(["account"])
         case .switchAccount: try positional(["account"])
         case .export: try positional(["account", "format"])
         case .restore: try positional(["account", "snapshot"])

@@ -21,7 +21,7 @@ struct AccountCtl: AsyncParsableCommand {
             """,
         subcommands: [
             StatusCommand.self, ListCommand.self, SwitchCommand.self, ExportCommand.self,
-            VerifyCommand.self, MigrateCommand.self, SnapshotsCommand.self, SnapshotCommand.self, RestoreCommand.self,
+            VerifyCommand.self, PlanCommand.self, MigrateCommand.self, SnapshotsCommand.self, SnapshotCommand.self, RestoreCommand.self,
             RemoveCommand.self, ReplicationCommand.self, PullCommand.self,
             GetCommand.self, SetCommand.self, DeleteCommand.self, KeysCommand.self,
             WatchCommand.self, InfoCommand.self, PingCommand.self, MetricsCommand.self, DefaultCommand.self,

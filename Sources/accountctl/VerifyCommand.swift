@@ -42,6 +42,9 @@ struct VerifyCommand: AsyncParsableCommand {
                 ("edited migrations", edited.isEmpty ? "none" : Self.problems(edited.map(StatusCommand.describeEdited))),
             ])
         }
+        if !schema.isEmpty && !global.json {
+            print("the schema differs from what its version should be: 'accountctl plan \(account)' shows the repair")
+        }
         if !healthy { throw ClientError.failed("account \(account) is not healthy") }
     }
 

@@ -124,6 +124,7 @@ import Testing
             (request("Migrate", #""accounts":["alice",\#(quoted)]"#), { for try await _ in await client.migrate(.accounts(["alice", name])) {} }),
             (request("Export", #""account":\#(quoted)"#), { for try await _ in await client.export(account: name) {} }),
             (request("Verify", #""account":\#(quoted)"#), { _ = try await client.verify(account: name) }),
+            (request("Plan", #""account":\#(quoted)"#), { _ = try await client.plan(account: name) }),
             (request("Snapshots", #""account":\#(quoted)"#), { _ = try await client.snapshots(account: name) }),
             (request("Snapshot", #""account":\#(quoted)"#), { _ = try await client.snapshot(account: name) }),
             (request("Snapshot", #""account":"alice","label":\#(quoted)"#), { _ = try await client.snapshot(account: "alice", label: name) }),

@@ -14,6 +14,9 @@ import Testing
 /// version by the shell replaying the remaining migration files with foreign keys off,
 /// and the account itself by ``AccountStore``. Both must end with the same normalised
 /// schema, which is also a fresh account's, and the same rows in every table.
+///
+/// The same account at k is then brought to the final schema declaratively, and compared
+/// with the chain's result (see ``DeclarativeComparison``).
 enum ReplayComparison {
     /// Runs the check for the bundle at `source` from version `k`, in `dir`.
     ///
@@ -45,6 +48,9 @@ enum ReplayComparison {
         // The shell's reference: steps k+1..N replayed on a copy, foreign keys off.
         let reference = dir.sub("reference.sqlite")
         try FileManager.default.copyItem(atPath: path, toPath: reference)
+        // A second copy, in a data root of its own, for the declarative bundle.
+        let declarativeRoot = try DataRoot(dir.sub("declarative-root"))
+        try FileManager.default.copyItem(atPath: path, toPath: declarativeRoot.accountPath(alice))
         let remaining = try (k + 1...n).map { version in
             try String(contentsOfFile: full.directory + "/" + full.migrations[version - 1].relativePath, encoding: .utf8)
         }
@@ -75,5 +81,8 @@ enum ReplayComparison {
             Issue.record("table \(table) differs: accountd \(mine.count) rows, shell \(shells.count) rows; first row only accountd has: \(onlyMine.first ?? "-"); first row only the shell has: \(onlyShells.first ?? "-")")
         }
         #expect(ours.values.reduce(0) { $0 + $1.count } > 0)
+
+        try DeclarativeComparison.check(
+            root: declarativeRoot, chainResult: path, finalSchemaFrom: freshRoot.accountPath(alice), version: n, in: dir)
     }
 }

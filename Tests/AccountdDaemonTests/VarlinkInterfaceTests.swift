@@ -49,6 +49,7 @@ import Testing
             .verify: [
                 VerifyResult(account: "alice", healthy: true, integrity: "ok", foreignKeys: [], schema: [], editedMigrations: [edited])
             ],
+            .plan: [PlanReply(account: "alice", fromVersion: 1, version: 2, steps: [.init(sql: "DROP TABLE t;", lossy: true)])],
             .snapshots: [SnapshotList(account: "alice", snapshots: [snapshot])],
             .restore: [RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3))],
             .snapshot: [snapshot],
@@ -112,6 +113,7 @@ import Testing
         #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot.parameters))
         #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited.parameters))
         #expect(Set(try #require(interface.types["MigrateResult"])) == keys(migrated.parameters).union(keys(failed.parameters)))
+        #expect(Set(try #require(interface.types["PlanStep"])) == keys(PlanReply.Step(sql: "s", lossy: false).parameters))
         #expect(Set(try #require(interface.types["ExportFormat"])) == Set(ExportFormat.allCases.map(\.rawValue)))
         let replicated = ReplicationAccount(account: "a", replicated: true, status: "replicating", lastSyncAt: "t", secondsBehind: 1)
         #expect(Set(try #require(interface.types["ReplicationAccount"])) == keys(replicated.parameters))

@@ -11,14 +11,14 @@ struct MethodTests {
 
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
-            "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
+            "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Plan", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
             "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull",
         ])
     }
 
     @Test func adminMethods() {
         #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
-            [.switchAccount, .export, .verify, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull])
+            [.switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull])
     }
 
     @Test func streaming() {

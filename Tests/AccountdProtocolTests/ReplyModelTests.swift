@@ -34,6 +34,8 @@ import Testing
         ExportTotals(format: "jsonl", tables: ["b": 2, "a": 1], rows: 3),
         ExportTotals(format: "sqlite", sizeBytes: 4096, sha256: "ab"),
         VerifyResult(account: "alice", healthy: false, integrity: "ok", foreignKeys: ["x"], schema: [], editedMigrations: [edited]),
+        PlanReply(account: "alice", fromVersion: 1, version: 3, steps: [.init(sql: "-- lossy: x\nDROP TABLE t;", lossy: true), .init(sql: "SELECT 1;", lossy: false)]),
+        PlanReply(account: "alice", fromVersion: 3, version: 3, steps: []),
         snapshot,
         SnapshotList(account: "alice", snapshots: [snapshot]),
         RestoreReply(account: "alice", restored: snapshot, saved: nil),

@@ -18,6 +18,15 @@ public enum BundleFixture {
         return path
     }
 
+    /// Writes a declarative bundle: `schema.sql` headed `-- accountd: declarative version N`, then `schema`.
+    @discardableResult
+    public static func writeDeclarative(at path: String, version: Int, schema: String, onOpen: String? = nil) throws -> String {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try ("-- accountd: declarative version \(version)\n" + schema).write(toFile: path + "/schema.sql", atomically: true, encoding: .utf8)
+        if let onOpen { try onOpen.write(toFile: path + "/on-open.sql", atomically: true, encoding: .utf8) }
+        return path
+    }
+
     /// Copies the first `version` migrations of the bundle at `source` into a new bundle at `path`.
     public static func truncate(_ source: String, at version: Int, into path: String) throws -> String {
         let files = try FileManager.default.contentsOfDirectory(atPath: source + "/migrations")

@@ -31,7 +31,7 @@ struct AccessTests {
 
         let refused: [[String]] = [
             ["switch", "alice"], ["switch", "eve"], ["export", "alice"], ["export", "alice", "--format", "sqlite"],
-            ["verify", "alice"], ["migrate", "alice"], ["migrate", "--all"], ["restore", "alice"], ["snapshots", "alice"],
+            ["verify", "alice"], ["plan", "alice"], ["migrate", "alice"], ["migrate", "--all"], ["restore", "alice"], ["snapshots", "alice"],
             ["snapshot", "alice"], ["snapshot", "alice", "--label", "mine"], ["remove", "alice"], ["remove", "alice", "--purge"],
         ]
         for arguments in refused {

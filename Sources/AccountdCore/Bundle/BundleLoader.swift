@@ -6,6 +6,10 @@ struct BundleLoader {
     var root: String
 
     func load() throws -> SchemaBundle {
+        guard FileSystem.entry(at: root) == .directory else {
+            throw AccountdError(.invalidBundle, "\(root) is not a folder", file: root)
+        }
+        if let declarative = try readDeclarative() { return try loadDeclarative(declarative) }
         let migrations = try readMigrations()
         var digestInput = migrations.map { "\($0.relativePath) \($0.sha256)" }
 
@@ -54,45 +58,101 @@ struct BundleLoader {
             try compare(targetSchema, try built.read { try SchemaReader.read($0) }, "schema.sql", chainLocations, locations)
         }
 
-        if hasTemplate {
-            let template: NormalizedSchema
-            do {
-                let queue = try DatabaseQueue(
-                    path: templatePath,
-                    configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "bundle-template"))
-                template = try queue.read { db in
-                    let reserved = try SchemaReader.reservedObjects(db)
-                    if !reserved.isEmpty {
-                        throw AccountdError(
-                            .invalidBundle,
-                            "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved",
-                            file: "template.sqlite")
-                    }
-                    return try SchemaReader.read(db)
-                }
-                try queue.close()
-            } catch let error as DatabaseError {
-                throw AccountdError(
-                    .invalidBundle, "template.sqlite cannot be read as SQLite: \(error.message ?? "\(error.resultCode)")",
-                    file: "template.sqlite")
-            }
-            try compare(targetSchema, template, "template.sqlite", chainLocations, [:])
-        }
+        if hasTemplate { try checkTemplate(templatePath, against: targetSchema, chainLocations) }
 
-        if let onOpenScript {
-            // on-open.sql must run against the target schema; try it and roll it back.
-            try chain.writeWithoutTransaction { db in
-                try db.execute(sql: "SAVEPOINT on_open_check")
-                defer { try? db.execute(sql: "ROLLBACK TO on_open_check; RELEASE on_open_check") }
-                try run(onOpenScript, file: "on-open.sql", in: db)
-            }
-        }
+        if let onOpenScript { try checkOnOpen(onOpenScript, in: chain) }
         try chain.close()
 
         return SchemaBundle(
             directory: root, migrations: migrations, schemaScript: schemaScript,
             templatePath: hasTemplate ? templatePath : nil, onOpenScript: onOpenScript, targetSchema: targetSchema,
             fingerprint: Digest.sha256Hex(digestInput.joined(separator: "\n")))
+    }
+
+    /// Loads a declarative bundle: `schema.sql` is the target, run into an empty database.
+    private func loadDeclarative(_ declarative: DeclarativeSchema) throws -> SchemaBundle {
+        var digestInput = ["schema.sql \(declarative.sha256)"]
+        let onOpenScript = try readScript("on-open.sql", digest: &digestInput)
+        let templatePath = root + "/template.sqlite"
+        let hasTemplate = FileSystem.exists(templatePath)
+        if hasTemplate {
+            digestInput.append("template.sqlite \(Digest.sha256Hex(try Data(contentsOf: URL(fileURLWithPath: templatePath))))")
+        }
+        // schema.sql ran when it was read (DeclarativeSchema.read), and its accountd_* names were refused there.
+        let targetSchema = declarative.target.schema
+        try declarative.checkDirectives(against: targetSchema)
+        var locations: [String: String] = [:]
+        for statement in declarative.script.statements {
+            if let object = statement.createdObject { locations["\(object.kind) \(object.name)"] = "schema.sql line \(statement.line)" }
+        }
+        if hasTemplate { try checkTemplate(templatePath, against: targetSchema, locations) }
+        if let onOpenScript {
+            let reference = try declarative.loadTarget()
+            defer { try? reference.close() }
+            try checkOnOpen(onOpenScript, in: reference)
+        }
+        return SchemaBundle(
+            directory: root, migrations: [], declarative: declarative, schemaScript: declarative.script,
+            templatePath: hasTemplate ? templatePath : nil, onOpenScript: onOpenScript, targetSchema: targetSchema,
+            fingerprint: Digest.sha256Hex(digestInput.joined(separator: "\n")))
+    }
+
+    /// `schema.sql` read as a declarative schema, when its first line says it is one.
+    private func readDeclarative() throws -> DeclarativeSchema? {
+        let path = root + "/schema.sql"
+        guard FileSystem.exists(path) else { return nil }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw AccountdError(.invalidBundle, "schema.sql is not valid UTF-8 text", file: "schema.sql")
+        }
+        let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard SchemaDirectives.declaredVersion(firstLine: firstLine) != nil else { return nil }
+        if FileSystem.entry(at: root + "/migrations") != .missing {
+            throw AccountdError(
+                .invalidBundle,
+                "schema.sql declares a declarative bundle, but there is a migrations/ folder too: a bundle is either a chain of migrations or declarative; remove one",
+                file: "schema.sql", line: 1)
+        }
+        // Checked before SQLite runs any of it: no ATTACH, VACUUM or transaction control.
+        let script = SQLScript(text)
+        try Migration.checkStatements(script, file: "schema.sql")
+        return try DeclarativeSchema.read(text: text, data: data, script: script)
+    }
+
+    /// Refuses a `template.sqlite` that is not SQLite, holds reserved objects, or has another schema than the target.
+    private func checkTemplate(_ templatePath: String, against targetSchema: NormalizedSchema, _ referenceLocations: [String: String]) throws {
+        let template: NormalizedSchema
+        do {
+            let queue = try DatabaseQueue(
+                path: templatePath,
+                configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "bundle-template"))
+            template = try queue.read { db in
+                let reserved = try SchemaReader.reservedObjects(db)
+                if !reserved.isEmpty {
+                    throw AccountdError(
+                        .invalidBundle,
+                        "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved",
+                        file: "template.sqlite")
+                }
+                return try SchemaReader.read(db)
+            }
+            try queue.close()
+        } catch let error as DatabaseError {
+            throw AccountdError(
+                .invalidBundle, "template.sqlite cannot be read as SQLite: \(error.message ?? "\(error.resultCode)")",
+                file: "template.sqlite")
+        }
+        try compare(targetSchema, template, "template.sqlite", referenceLocations, [:])
+    }
+
+    /// `on-open.sql` must run against the target schema: tries it in `reference` and rolls it back.
+    private func checkOnOpen(_ onOpenScript: SQLScript, in reference: DatabaseQueue) throws {
+        // on-open.sql must run against the target schema; try it and roll it back.
+        try reference.writeWithoutTransaction { db in
+            try db.execute(sql: "SAVEPOINT on_open_check")
+            defer { try? db.execute(sql: "ROLLBACK TO on_open_check; RELEASE on_open_check") }
+            try run(onOpenScript, file: "on-open.sql", in: db)
+        }
     }
 
     private func readMigrations() throws -> [Migration] {

@@ -16,6 +16,10 @@ import GRDB
 /// objects, every migration runs, and the three ways of building a new account
 /// (template, `schema.sql`, the full chain) give the same ``NormalizedSchema``.
 /// A bundle that fails any check is refused as a whole, with file and line.
+///
+/// A **declarative** bundle has no `migrations/` folder; its `schema.sql` begins with
+/// `-- accountd: declarative version N` and older accounts are brought to it by a
+/// computed plan (see ``DeclarativeSchema`` and ``MigrationPlan``).
 public struct SchemaBundle: Sendable {
     /// How a new account is built.
     public enum CreationMethod: String, Sendable {
@@ -26,8 +30,10 @@ public struct SchemaBundle: Sendable {
 
     /// The bundle folder, as given.
     public let directory: String
-    /// The migrations, ordered by version, starting at 1.
+    /// The migrations, ordered by version, starting at 1; empty for a declarative bundle.
     public let migrations: [Migration]
+    /// The declarative `schema.sql`, for a declarative bundle; nil for a chain of migrations.
+    public let declarative: DeclarativeSchema?
     /// `schema.sql`, if present.
     let schemaScript: SQLScript?
     /// The absolute path of `template.sqlite`, if present.
@@ -39,8 +45,8 @@ public struct SchemaBundle: Sendable {
     /// SHA-256 over every file of the bundle: equal fingerprints mean the same bundle.
     public let fingerprint: String
 
-    /// The target version: the highest migration number.
-    public var targetVersion: Int { migrations.count }
+    /// The target version: the highest migration number, or the version a declarative `schema.sql` declares.
+    public var targetVersion: Int { declarative?.version ?? migrations.count }
 
     /// How new accounts are built: from the template if present, else from `schema.sql`, else the chain.
     public var creationMethod: CreationMethod {
@@ -54,8 +60,10 @@ public struct SchemaBundle: Sendable {
 
     /// The `last_compatible_version` of a file whose applied migrations go up to `version`:
     /// the highest `readable-by` among them.
+    /// A declarative bundle has no `readable-by`: its files need a bundle at their own version.
     public func lastCompatibleVersion(upTo version: Int) -> Int {
-        migrations.prefix(version).map(\.readableBy).max() ?? 0
+        if declarative != nil { return version }
+        return migrations.prefix(version).map(\.readableBy).max() ?? 0
     }
 
     /// Loads and checks the bundle in `directory`.
@@ -73,11 +81,12 @@ public struct SchemaBundle: Sendable {
     }
 
     init(
-        directory: String, migrations: [Migration], schemaScript: SQLScript?, templatePath: String?,
+        directory: String, migrations: [Migration], declarative: DeclarativeSchema? = nil, schemaScript: SQLScript?, templatePath: String?,
         onOpenScript: SQLScript?, targetSchema: NormalizedSchema, fingerprint: String
     ) {
         self.directory = directory
         self.migrations = migrations
+        self.declarative = declarative
         self.schemaScript = schemaScript
         self.templatePath = templatePath
         self.onOpenScript = onOpenScript

@@ -2,7 +2,8 @@ import AccountdProtocol
 import Foundation
 import GRDB
 
-/// Applies pending migrations to one account file, all or nothing.
+/// Applies pending migrations to one account file, all or nothing: the chain's pending
+/// migrations, or for a declarative bundle the plan computed from the file's own schema.
 ///
 /// Every pending step runs inside one exclusive transaction, with foreign-key
 /// enforcement off (as SQLite's table-rebuild procedure prescribes). Before commit
@@ -23,7 +24,7 @@ struct Migrator {
     ///   versions; `accountBusy` when the file changed version while waiting for its lock.
     func migrate(from fromVersion: Int, progress: ProgressHandler?) throws -> Double {
         let target = bundle.targetVersion
-        let pending = Array(bundle.migrations[fromVersion..<target])
+        let pending = bundle.declarative == nil ? Array(bundle.migrations[fromVersion..<target]) : []
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
@@ -42,24 +43,10 @@ struct Migrator {
                             "account \(account) changed from version \(fromVersion) to \(current) while waiting for its lock; retry the switch",
                             account: account.rawValue, fromVersion: fromVersion, toVersion: target)
                     }
-                    var durations: [Double] = []
-                    for (index, migration) in pending.enumerated() {
-                        progress?(MigrationProgress(step: index + 1, of: pending.count, name: migration.name, version: migration.version))
-                        let stepStart = ContinuousClock.now
-                        do {
-                            try ScriptRunner.run(migration.script, file: migration.relativePath, in: db)
-                        } catch let error as ScriptRunner.Failure {
-                            throw failure(
-                                "migration \(error.location) failed: \(error.sqliteMessage)", from: fromVersion, file: error.file,
-                                line: error.line, resultCode: error.resultCode)
-                        }
-                        durations.append((ContinuousClock.now - stepStart).milliseconds)
-                    }
-                    try checkForeignKeys(db, pending: pending, from: fromVersion)
-                    try checkSchema(db, from: fromVersion)
-                    let now = Timestamp.now()
-                    for (migration, duration) in zip(pending, durations) {
-                        try AccountRecords.recordMigration(db, migration, appliedAt: now, durationMs: duration, method: "migrated")
+                    if let declarative = bundle.declarative {
+                        try applyPlan(declarative, db, from: fromVersion, progress: progress)
+                    } else {
+                        try applyChain(pending, db, from: fromVersion, progress: progress)
                     }
                     let existing = try Int.fetchOne(db, sql: "SELECT value FROM accountd_meta WHERE key = 'last_compatible_version'") ?? 0
                     try AccountRecords.setLastCompatibleVersion(db, max(existing, bundle.lastCompatibleVersion(upTo: target)))
@@ -73,6 +60,73 @@ struct Migrator {
             throw failure(ErrorText.of(error), from: fromVersion, resultCode: error.resultCode)
         }
         return (ContinuousClock.now - started).milliseconds
+    }
+
+    /// Runs the pending migrations, checks, and records one history row per migration.
+    private func applyChain(_ pending: [Migration], _ db: Database, from fromVersion: Int, progress: ProgressHandler?) throws {
+        var durations: [Double] = []
+        for (index, migration) in pending.enumerated() {
+            progress?(MigrationProgress(step: index + 1, of: pending.count, name: migration.name, version: migration.version))
+            let stepStart = ContinuousClock.now
+            do {
+                try ScriptRunner.run(migration.script, file: migration.relativePath, in: db)
+            } catch {
+                throw failure(
+                    "migration \(error.location) failed: \(error.sqliteMessage)", from: fromVersion, file: error.file,
+                    line: error.line, resultCode: error.resultCode)
+            }
+            durations.append((ContinuousClock.now - stepStart).milliseconds)
+        }
+        try checkForeignKeys(db, pending: pending, from: fromVersion)
+        try checkSchema(db, from: fromVersion)
+        let now = Timestamp.now()
+        for (migration, duration) in zip(pending, durations) {
+            try AccountRecords.recordMigration(db, migration, appliedAt: now, durationMs: duration, method: "migrated")
+        }
+    }
+
+    /// Plans from the file's own schema, refuses any loss `schema.sql` does not allow, runs the
+    /// steps, checks, and records one history row with the plan's sha256.
+    private func applyPlan(_ declarative: DeclarativeSchema, _ db: Database, from fromVersion: Int, progress: ProgressHandler?) throws {
+        let started = ContinuousClock.now
+        let plan: MigrationPlan
+        do {
+            plan = MigrationPlan(
+                account: account, fromVersion: fromVersion, version: declarative.version,
+                steps: try DeclarativePlanner(schema: declarative).steps(for: db))
+        } catch var error as AccountdError {
+            error.message = "planning account \(account) from version \(fromVersion) to \(declarative.version): \(error.message); "
+                + "nothing was written, account \(account) stays at version \(fromVersion)"
+            error.account = account.rawValue
+            error.fromVersion = fromVersion
+            error.toVersion = declarative.version
+            throw error
+        }
+        let refusals = plan.refusals
+        guard refusals.isEmpty else {
+            throw AccountdError(
+                .migrationFailed,
+                "migrating account \(account) from version \(fromVersion) to \(declarative.version) would lose data: "
+                    + refusals.joined(separator: "; ")
+                    + ". Nothing was written; account \(account) stays at version \(fromVersion). Fix those rows, or accept a drop with "
+                    + "'-- accountd: allow-drop TABLE' or 'allow-drop TABLE.COLUMN' in schema.sql",
+                account: account.rawValue, file: path, fromVersion: fromVersion, toVersion: declarative.version, details: refusals)
+        }
+        for (index, step) in plan.steps.enumerated() {
+            progress?(MigrationProgress(step: index + 1, of: plan.steps.count, name: "schema.sql", version: declarative.version))
+            do {
+                try db.execute(sql: step.sql)
+            } catch let error as DatabaseError {
+                throw failure(
+                    "step \(index + 1) of \(plan.steps.count) of the plan to schema.sql failed: \(ErrorText.of(error)) in «\(step.sql)»",
+                    from: fromVersion, file: bundle.directory + "/schema.sql", resultCode: error.resultCode)
+            }
+        }
+        try checkForeignKeys(db, pending: [], from: fromVersion)
+        try checkSchema(db, from: fromVersion)
+        try AccountRecords.record(
+            db, version: declarative.version, name: "schema.sql", sha256: plan.sha256, appliedAt: Timestamp.now(),
+            durationMs: (ContinuousClock.now - started).milliseconds, method: "declarative")
     }
 
     private func checkForeignKeys(_ db: Database, pending: [Migration], from: Int) throws {

@@ -5,8 +5,9 @@ import GRDB
 /// - `accountd_meta`: the account name the file is bound to, when it was created, its
 ///   `last_compatible_version`, and the record format.
 /// - `accountd_migrations`: one row per applied migration: version, name, sha256 of the
-///   file's bytes, when, how long, by which daemon version, and how (`migrated`, or
-///   `created:<method>` for the versions a new account was built at).
+///   file's bytes, when, how long, by which daemon version, and how (`migrated`,
+///   `declarative` for a computed plan, whose sha256 is recorded, or `created:<method>`
+///   for the versions a new account was built at).
 ///
 /// The file also carries `PRAGMA application_id = 0x61636374` ("acct") and its schema
 /// version in `PRAGMA user_version`.
@@ -41,6 +42,11 @@ enum AccountRecords {
         try db.execute(
             sql: "INSERT INTO accountd_meta(key, value) VALUES ('account', ?), ('created_at', ?), ('format', ?), ('last_compatible_version', ?)",
             arguments: [account, now, formatVersion, bundle.lastCompatibleVersion(upTo: bundle.targetVersion)])
+        if let declarative = bundle.declarative {
+            try record(
+                db, version: declarative.version, name: "schema.sql", sha256: declarative.sha256, appliedAt: now, durationMs: durationMs,
+                method: "created:" + method)
+        }
         for migration in bundle.migrations {
             try recordMigration(db, migration, appliedAt: now, durationMs: migration.version == bundle.targetVersion ? durationMs : 0, method: "created:" + method)
         }
@@ -49,12 +55,22 @@ enum AccountRecords {
     }
 
     static func recordMigration(_ db: Database, _ migration: Migration, appliedAt: String, durationMs: Double, method: String) throws {
+        try record(
+            db, version: migration.version, name: migration.name, sha256: migration.sha256, appliedAt: appliedAt, durationMs: durationMs,
+            method: method)
+    }
+
+    /// Writes one history row. A declarative bundle writes one row for its version, named `schema.sql`,
+    /// whose sha256 is the file's (when the account was created from it) or the applied plan's.
+    static func record(
+        _ db: Database, version: Int, name: String, sha256: String, appliedAt: String, durationMs: Double, method: String
+    ) throws {
         try db.execute(
             sql: """
                 INSERT OR REPLACE INTO accountd_migrations(version, name, sha256, applied_at, duration_ms, daemon_version, method)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [migration.version, migration.name, migration.sha256, appliedAt, durationMs, AccountdVersion.current, method])
+            arguments: [version, name, sha256, appliedAt, durationMs, AccountdVersion.current, method])
     }
 
     static func setLastCompatibleVersion(_ db: Database, _ version: Int) throws {
@@ -87,7 +103,7 @@ public struct AppliedMigration: Sendable, Hashable {
     public var appliedAt: String
     public var durationMs: Double
     public var daemonVersion: String
-    /// `migrated`, or `created:<method>` for the versions a new account was built at.
+    /// `migrated`, `declarative`, or `created:<method>` for the versions a new account was built at.
     public var method: String
 }
 

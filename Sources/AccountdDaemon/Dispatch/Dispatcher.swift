@@ -203,6 +203,8 @@ struct Dispatcher: Sendable {
             try await export(account, format: format, writer: writer)
         case .verify(let account):
             try await writer.send(Reply(VerifyResult(try await services.maintenance.verify(account))))
+        case .plan(let account):
+            try await writer.send(Reply(PlanReply(try await services.maintenance.plan(account))))
         case .snapshots(let account):
             try await snapshots(account, writer: writer)
         case .restore(let account, let snapshot):

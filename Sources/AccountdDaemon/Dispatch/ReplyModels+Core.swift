@@ -38,6 +38,15 @@ extension VerifyResult {
     }
 }
 
+extension PlanReply {
+    /// The `Plan` reply for `plan`; `accountd plan` prints it too.
+    public init(_ plan: MigrationPlan) {
+        self.init(
+            account: plan.account.rawValue, fromVersion: plan.fromVersion, version: plan.version,
+            steps: plan.steps.map { Step(sql: $0.sql, lossy: $0.lossy) })
+    }
+}
+
 extension ExportTotals {
     /// The final `Export` reply for what the exporter sent.
     init(_ summary: ExportSummary, format: ExportFormat) {

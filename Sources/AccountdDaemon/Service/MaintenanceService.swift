@@ -3,7 +3,7 @@ import AccountdProtocol
 import Foundation
 import Logging
 
-/// The work on one account's file that is not switching: `Verify`, `Snapshots`,
+/// The work on one account's file that is not switching: `Verify`, `Plan`, `Snapshots`,
 /// `Snapshot`, `Restore`, `Remove` and `Export`.
 ///
 /// Every file is reached through the store, under the account's lock, on a pool thread.
@@ -21,6 +21,15 @@ struct MaintenanceService: Sendable {
     func verify(_ account: AccountName) async throws -> VerifyReport {
         let store = stores.current
         return try await store.withHold(account) { hold in try await pool.run { try store.verify(account, holding: hold) } }
+    }
+
+    /// The SQL that would bring `account` to the bundle's version (`Plan`); changes nothing.
+    ///
+    /// - Throws: `AccountNotFound`, `AccountCorrupt`, `AccountTooNew`, `AccountBusy`, or
+    ///   `MigrationFailed` when no plan reaches a declarative `schema.sql`.
+    func plan(_ account: AccountName) async throws -> MigrationPlan {
+        let store = stores.current
+        return try await store.withHold(account) { hold in try await pool.run { try store.plan(account, holding: hold) } }
     }
 
     /// The account's snapshots, newest first; an account removed with its snapshots kept still has them.

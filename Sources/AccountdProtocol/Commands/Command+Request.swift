@@ -33,6 +33,7 @@ extension Command {
             }
             self = .export(account: try parameters.requiredAccount(), format: format)
         case .verify: self = .verify(account: try parameters.requiredAccount())
+        case .plan: self = .plan(account: try parameters.requiredAccount())
         case .snapshots: self = .snapshots(account: try parameters.requiredAccount())
         case .restore: self = .restore(account: try parameters.requiredAccount(), snapshot: try parameters.string("snapshot"))
         case .snapshot:
@@ -83,7 +84,7 @@ extension Command {
         case .export(let name, let format):
             account(name)
             pairs.append(("format", .string(format.rawValue)))
-        case .verify(let name), .snapshots(let name): account(name)
+        case .verify(let name), .plan(let name), .snapshots(let name): account(name)
         case .restore(let name, let snapshot):
             account(name)
             if let snapshot { pairs.append(("snapshot", .string(snapshot))) }

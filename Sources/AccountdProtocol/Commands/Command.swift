@@ -26,6 +26,8 @@ public enum Command: Sendable, Hashable {
     case export(account: AccountName, format: ExportFormat)
     /// `Verify`: check an account's file against the bundle.
     case verify(account: AccountName)
+    /// `Plan`: the SQL that would bring an account to the bundle's version, changing nothing.
+    case plan(account: AccountName)
     /// `Snapshots`: an account's snapshots, newest first.
     case snapshots(account: AccountName)
     /// `Restore`: put a snapshot back; nil means the newest.
@@ -62,6 +64,7 @@ public enum Command: Sendable, Hashable {
         case .migrate: .migrate
         case .export: .export
         case .verify: .verify
+        case .plan: .plan
         case .snapshots: .snapshots
         case .restore: .restore
         case .snapshot: .snapshot

@@ -51,7 +51,7 @@ public final class AccountStore: Sendable {
         BoundedCache<AccountName, (main: FileStamp, wal: FileStamp?, facts: AccountFacts)>(capacity: AccountStore.rememberedAccounts))
     /// How many accounts' facts are remembered at most: the working set of switches, while
     /// a fleet of any size touched by `Migrate` leaves memory flat.
-    static let rememberedAccounts = 4096
+    static let rememberedAccounts = 1024
 
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root

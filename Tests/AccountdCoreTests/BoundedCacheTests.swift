@@ -19,6 +19,25 @@ import Testing
         #expect(cache["b"] == nil && cache["c"] == nil && cache["d"] == 4 && cache["e"] == 5 && cache["f"] == 6)
     }
 
+    @Test func keysForgottenAndStoredAgainLeaveTheOrderBounded() {
+        // What a switch back and forth does: forget an account's facts, then store them again.
+        var cache = BoundedCache<String, Int>(capacity: 4)
+        for round in 0..<10_000 {
+            let key = round % 2 == 0 ? "alice" : "bob"
+            cache[key] = nil
+            cache[key] = round
+        }
+        #expect(cache.count == 2 && cache["alice"] == 9_998 && cache["bob"] == 9_999)
+        #expect(cache.order.count <= 2 * 4 + 1, "the order holds \(cache.order.count) places for 2 keys")
+        // A key stored again is younger than those stored since its first store.
+        cache["carol"] = 1
+        cache["dave"] = 2
+        cache["alice"] = nil
+        cache["alice"] = 3
+        cache["erin"] = 4  // five keys: the oldest, bob, goes; alice was stored again after carol and dave
+        #expect(cache["bob"] == nil && cache["alice"] == 3 && cache["carol"] == 1 && cache.count == 4)
+    }
+
     @Test func aFleetOfKeysStaysWithinTheCapacity() {
         var cache = BoundedCache<Int, Int>(capacity: 64)
         for key in 0..<100_000 {

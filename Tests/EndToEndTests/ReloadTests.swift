@@ -35,8 +35,11 @@ import Testing
         _ = try Self.add(3, Self.names[2], E2E.sampleSteps[2], to: bundle)
         let sent = notify.datagrams.count
         kill(pid, SIGHUP)
+        // The active account's version is 3 once its switch commits, a moment before the
+        // migration's bookkeeping ends and the state says ready again.
         let reloaded = waitUntil(timeout: 10) {
-            (try? daemon.client().callOne("status"))?.parameters["version"] == 3
+            let status = (try? daemon.client().callOne("status"))?.parameters
+            return status?["version"] == 3 && status?["state"] == "ready"
         }
         #expect(reloaded, "\(daemon.log.suffix(2000))")
         let status = try client.callOne("status")

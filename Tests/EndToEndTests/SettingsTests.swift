@@ -58,6 +58,15 @@ import Testing
     /// `RUNTIME_DIRECTORY/accountd.sock`, and the config file `CONFIGURATION_DIRECTORY/accountd.yaml`
     /// is read (it names the schema bundle, which has no other source here). Of a `:`-separated
     /// list, the first directory is used, as systemd lists them.
+    @Test func aSocketInAFolderThatDoesNotExistIsRefusedSayingWhy() throws {
+        let dir = TestDirectory()
+        let result = try E2E.run(
+            Binaries.accountd,
+            ["--config", "/dev/null", "--data-root", dir.sub("data"), "--socket", dir.sub("missing/accountd.sock"), "--schema", Repository.sampleBundle])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("its folder \(dir.sub("missing")) does not exist; create it, or choose another --socket"), "\(result.stderr)")
+    }
+
     @Test func systemdDirectoriesGiveTheDefaults() throws {
         let dir = TestDirectory()
         let state = dir.sub("state")

@@ -73,7 +73,13 @@ struct SocketServer: Service {
         let server: NIOAsyncChannel<Accepted, Never>
         switch listener {
         case .bind(let path, let mode):
-            try Self.refuseLiveSocket(at: path, flag: framing == .line ? "--socket" : "--varlink-socket")
+            let flag = framing == .line ? "--socket" : "--varlink-socket"
+            let folder = (path as NSString).deletingLastPathComponent
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.isEmpty ? "." : folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw SocketError(message: "cannot listen on \(path): its folder \(folder) does not exist; create it, or choose another \(flag)")
+            }
+            try Self.refuseLiveSocket(at: path, flag: flag)
             let previous = umask(0o117)
             defer { umask(previous) }
             server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)

@@ -54,19 +54,11 @@ struct AccountBuilder {
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
             try queue.close()
-            try FileSystem.fsyncFile(temp)
-            // link() fails when the name exists: an account file is never overwritten.
-            guard link(temp, final) == 0 else {
-                let code = errno
-                if code == EEXIST {
-                    throw AccountdError(
-                        .accountBusy, "account \(account) was created by someone else at the same moment; retry",
-                        account: account.rawValue, file: final)
-                }
-                throw AccountdError.storage("linking \(temp) to", path: final, errno: code)
+            guard try FileSystem.linkIntoPlace(temp, at: final) else {
+                throw AccountdError(
+                    .accountBusy, "account \(account) was created by someone else at the same moment; retry",
+                    account: account.rawValue, file: final)
             }
-            try FileSystem.removeIfPresent(temp)
-            try FileSystem.fsyncDirectory(root.accountsDirectory)
         } catch {
             try? FileSystem.removeWithCompanions(temp)
             if let error = error as? AccountdError { throw error }

@@ -82,18 +82,11 @@ public struct ReplicaPull: Sendable {
             throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)
         }
         for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(temp + suffix) }
-        try FileSystem.fsyncFile(temp)
-        guard link(temp, path) == 0 else {
-            let code = errno
-            if code == EEXIST {
-                throw AccountdError(
-                    .accountExists, "account \(account) was created here while it was being pulled; nothing was replaced",
-                    account: account.rawValue, file: path)
-            }
-            throw AccountdError.storage("linking \(temp) to", path: path, errno: code)
+        guard try FileSystem.linkIntoPlace(temp, at: path) else {
+            throw AccountdError(
+                .accountExists, "account \(account) was created here while it was being pulled; nothing was replaced",
+                account: account.rawValue, file: path)
         }
-        try FileSystem.removeIfPresent(temp)
-        try FileSystem.fsyncDirectory(root.accountsDirectory)
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
     }
 }

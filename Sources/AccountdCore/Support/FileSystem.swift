@@ -97,6 +97,22 @@ enum FileSystem {
         try fsyncDirectory((to as NSString).deletingLastPathComponent)
     }
 
+    /// Puts the finished file `staged` in place at `path` durably, never replacing a file:
+    /// fsyncs it, links it to `path`, removes the staged name and fsyncs the folder.
+    ///
+    /// - Returns: false, changing nothing, when `path` already exists.
+    static func linkIntoPlace(_ staged: String, at path: String) throws -> Bool {
+        try fsyncFile(staged)
+        // link() fails when the name exists: a file is never overwritten.
+        guard link(staged, path) == 0 else {
+            if errno == EEXIST { return false }
+            throw AccountdError.storage("linking \(staged) to", path: path, errno: errno)
+        }
+        try removeIfPresent(staged)
+        try fsyncDirectory((path as NSString).deletingLastPathComponent)
+        return true
+    }
+
     /// Removes a file; a missing file is not an error.
     static func removeIfPresent(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else {

@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdProtocol
 import Foundation
 
 /// The Litestream configuration accountd writes for `litestream replicate` (the
@@ -65,19 +66,11 @@ struct LitestreamConfig {
         return milliseconds.truncatingRemainder(dividingBy: 1000) == 0 ? "\(Int(milliseconds / 1000))s" : "\(Int(milliseconds))ms"
     }
 
-    /// A YAML double-quoted scalar (JSON's string syntax is a subset of it).
+    /// A YAML double-quoted scalar: a JSON string literal, as JSON's string syntax is a
+    /// subset of YAML's double-quoted style.
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
-            }
-        }
-        return out + "\""
+        var out = ""
+        JSONValue.writeString(text, to: &out)
+        return out
     }
 }

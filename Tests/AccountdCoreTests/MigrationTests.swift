@@ -80,6 +80,28 @@ import Testing
         #expect(try rows(path, "PRAGMA user_version") == [[1.databaseValue]])
     }
 
+    @Test func aSchemaFoundRightOnceDoesNotExcuseAnotherFile() throws {
+        // The store remembers schemas that matched the target (MatchedSchemas); a second
+        // file with an index added behind the daemon's back must still be refused.
+        let dir = TestDirectory()
+        let (alice, bob) = (try AccountName("alice"), try AccountName("bob"))
+        let v1 = ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"]
+        let old = try makeStore(dir, "b1", steps: v1)
+        _ = try old.open(alice)
+        _ = try old.open(bob)
+        let bobPath = dir.sub("root") + "/accounts/bob.sqlite"
+        try DatabaseQueue(path: bobPath).write { try $0.execute(sql: "CREATE INDEX sneaky ON notes(body)") }
+        let store = try makeStore(dir, "b2", steps: v1 + ["ALTER TABLE notes ADD COLUMN title TEXT;"])
+        #expect(try store.open(alice).action == .migrated)
+        let error = #expect(throws: AccountdError.self) { try store.open(bob) }
+        #expect(error?.kind == .migrationFailed)
+        #expect(error?.details.contains { $0.contains("index sneaky") } == true, "\(error?.details ?? [])")
+        #expect(try rows(bobPath, "PRAGMA user_version") == [[1.databaseValue]])
+        // Dropping the stray index lets bob migrate to the schema alice has.
+        try DatabaseQueue(path: bobPath).write { try $0.execute(sql: "DROP INDEX sneaky") }
+        #expect(try store.open(bob).action == .migrated)
+    }
+
     @Test func foreignKeyCascadeChildrenSurviveAParentRebuild() throws {
         let dir = TestDirectory()
         let alice = try AccountName("alice")
@@ -139,6 +161,14 @@ import Testing
         #expect(listed.count == 1)
         #expect(listed.first?.version == 1)
         #expect(listed.first?.name == outcome.snapshot?.name)
+        // A snapshot is one self-contained rollback-journal file (header bytes 18 and 19 are 1,
+        // not WAL's 2) holding the rows as they were, and reading it leaves nothing beside it.
+        let copy = try #require(listed.first?.path)
+        let header = try #require(FileManager.default.contents(atPath: copy))
+        #expect(Array(header[18...19]) == [1, 1])
+        #expect(try rows(copy, "SELECT v FROM t") == [["one".databaseValue]])
+        #expect(try rows(copy, "PRAGMA journal_mode") == [["delete".databaseValue]])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.sub("root") + "/snapshots/alice") == [listed[0].name + ".sqlite"])
 
         let restored = try store.restore(alice, snapshot: listed.first!.name)
         #expect(restored.restored.version == 1)

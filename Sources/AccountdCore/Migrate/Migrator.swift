@@ -16,6 +16,8 @@ struct Migrator {
     var bundle: SchemaBundle
     var account: AccountName
     var path: String
+    /// Schemas already found equal to the target, shared by the store's migrations.
+    var matched: MatchedSchemas
 
     /// Migrates the file from `fromVersion` to the bundle's target.
     ///
@@ -146,10 +148,12 @@ struct Migrator {
     }
 
     private func checkSchema(_ db: Database, from: Int) throws {
+        let definitions = try SchemaReader.definitions(db)
+        if matched.contains(definitions) { return }
         let actual = try SchemaReader.read(db)
         let differences = SchemaDiff(leftName: "the migrated file", rightName: "the bundle's target schema")
             .differences(actual, bundle.targetSchema)
-        guard !differences.isEmpty else { return }
+        guard !differences.isEmpty else { return matched.insert(definitions) }
         throw AccountdError(
             .migrationFailed,
             "migrating account \(account) from version \(from) to \(bundle.targetVersion) gave a schema that differs from the "

@@ -7,16 +7,7 @@ enum SchemaReader {
     /// `_litestream_*` objects (``LitestreamTables``).
     static func read(_ db: Database) throws -> NormalizedSchema {
         var schema = NormalizedSchema()
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT type, name, tbl_name, sql FROM sqlite_master
-                WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
-                  AND name NOT LIKE 'accountd\\_%' ESCAPE '\\'
-                  AND tbl_name NOT LIKE 'accountd\\_%' ESCAPE '\\'
-                  AND \(LitestreamTables.excluded("tbl_name"))
-                """)
-        for row in rows {
+        for row in try Row.fetchAll(db, sql: definitionsQuery) {
             let type: String = row["type"]
             let name: String = row["name"]
             let key = name.lowercased()
@@ -36,6 +27,22 @@ enum SchemaReader {
         }
         return schema
     }
+
+    /// The `sqlite_master` rows ``read(_:)`` reads the schema from, as one text: equal texts
+    /// are equal schemas (see ``MatchedSchemas``).
+    static func definitions(_ db: Database) throws -> String {
+        try Row.fetchAll(db, sql: definitionsQuery).map { row in
+            [row["type"], row["name"], row["tbl_name"], row["sql"] ?? ""].joined(separator: "\u{1F}")
+        }.joined(separator: "\u{1E}")
+    }
+
+    private static let definitionsQuery = """
+        SELECT type, name, tbl_name, sql FROM sqlite_master
+        WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+          AND name NOT LIKE 'accountd\\_%' ESCAPE '\\'
+          AND tbl_name NOT LIKE 'accountd\\_%' ESCAPE '\\'
+          AND \(LitestreamTables.excluded("tbl_name"))
+        """
 
     /// The names of the daemon's own objects and of the bundle's objects that use the reserved prefix.
     static func reservedObjects(_ db: Database) throws -> [String] {

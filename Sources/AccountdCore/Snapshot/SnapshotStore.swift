@@ -17,9 +17,10 @@ public struct SnapshotInfo: Sendable, Hashable {
 
 /// Takes, lists, prunes and finds snapshots.
 ///
-/// A snapshot is made with `VACUUM INTO` (a transactionally consistent copy) into
-/// a temporary name, fsynced, then renamed into place, so a listed snapshot is
-/// always complete. After each snapshot, ``retention`` decides which older ones go.
+/// A snapshot is copied page by page with SQLite's backup API, inside a read
+/// transaction of the account's connection (a transactionally consistent copy), into a
+/// temporary name, fsynced, then renamed into place, so a listed snapshot is always
+/// complete. After each snapshot, ``retention`` decides which older ones go.
 struct SnapshotStore: Sendable {
     var root: DataRoot
     /// Which snapshots are kept.
@@ -30,26 +31,59 @@ struct SnapshotStore: Sendable {
     /// - Parameter protecting: snapshots retention must leave in place this time (the one
     ///   a restore is about to copy back).
     func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
-        let folder = root.snapshotDirectory(account)
-        try FileSystem.ensureDirectory(folder)
-        try removeStaleTemporaries(folder)
-        let now = Date()
-        let version = try Self.version(of: source)
-        let name = Self.uniqueName("\(Timestamp.compact(now))-v\(version)-\(reason)", in: folder)
-        let temp = folder + "/." + name + ".tmp"
-        let path = folder + "/" + name + ".sqlite"
-        try FileSystem.createExclusive(temp)
         do {
             let queue = try DatabaseQueue(
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
-            try queue.inDatabase { db in
-                // VACUUM INTO writes the copy with this connection's synchronous level. The copy
-                // is fsynced whole below before it is renamed into place, so syncing it while it
-                // is written (its journal, its folder, the file: four flushes) buys nothing.
+            defer { try? queue.close() }
+            return try queue.read { db in try take(account, reading: db, reason: reason, protecting: protecting) }
+        } catch let error as AccountdError {
+            throw error
+        } catch {
+            throw AccountdError(
+                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
+                account: account.rawValue, file: source)
+        }
+    }
+
+    /// Copies the database of `source`, a connection to the account's file, into a new
+    /// snapshot, then applies retention. Inside a transaction of `source`, the copy is of
+    /// what that transaction sees.
+    ///
+    /// - Parameter protecting: snapshots retention must leave in place this time.
+    func take(_ account: AccountName, reading source: Database, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
+        let folder = root.snapshotDirectory(account)
+        // A folder made now holds nothing to clear away or to prune.
+        let first = try FileSystem.ensureDirectory(folder)
+        if !first { try removeStaleTemporaries(folder) }
+        let now = Date()
+        let (version, name, path, temp): (Int, String, String, String)
+        do {
+            version = try Int.fetchOne(source, sql: "PRAGMA user_version") ?? 0
+            name = Self.uniqueName("\(Timestamp.compact(now))-v\(version)-\(reason)", in: folder)
+            temp = folder + "/." + name + ".tmp"
+            path = folder + "/" + name + ".sqlite"
+            try FileSystem.createExclusive(temp)
+        } catch let error as AccountdError {
+            throw error
+        } catch {
+            throw AccountdError(
+                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
+                account: account.rawValue, file: root.accountPath(account))
+        }
+        do {
+            var config = Configuration()
+            config.label = "snapshot-copy"
+            // The copy is a new file that nothing else reads until it is renamed into place,
+            // and it is fsynced whole before that: a journal, or syncs while it is written,
+            // buy nothing.
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA journal_mode = OFF")
                 try db.execute(sql: "PRAGMA synchronous = OFF")
-                try db.execute(sql: "VACUUM INTO ?", arguments: [temp])
             }
-            try queue.close()
+            let copy = try DatabaseQueue(path: temp, configuration: config)
+            try copy.writeWithoutTransaction { db in try source.backup(to: db) }
+            try copy.close()
+            try Self.markRollbackJournal(temp)
             try FileSystem.fsyncFile(temp)
             try FileSystem.durableRename(temp, to: path)
         } catch {
@@ -59,9 +93,26 @@ struct SnapshotStore: Sendable {
                 .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
                 account: account.rawValue, file: path)
         }
-        try prune(account, now: now, protected: protecting.union([name]))
+        if !first { try prune(account, now: now, protected: protecting.union([name])) }
         return SnapshotInfo(
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
+    }
+
+    /// Marks the closed database file at `path` as a rollback-journal file, not a WAL one.
+    ///
+    /// The backup API copies page 1 as it is, so the copy of a WAL-mode account says "WAL" in
+    /// its header (bytes 18 and 19, the file format's write and read versions: 2). A snapshot
+    /// is one self-contained file: opened read-only as WAL, SQLite would leave `-wal` and `-shm`
+    /// beside it. Versions 1 and 1 are a rollback-journal file, as `PRAGMA journal_mode = DELETE`
+    /// would have left it; nothing else in the file depends on them.
+    private static func markRollbackJournal(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
+        defer { close(fd) }
+        let versions: [UInt8] = [1, 1]
+        guard versions.withUnsafeBytes({ pwrite(fd, $0.baseAddress, 2, 18) }) == 2 else {
+            throw AccountdError.storage("writing the header of", path: path, errno: errno)
+        }
     }
 
     /// Copies a file that SQLite cannot read (a corrupt account) byte for byte, with its WAL, into a snapshot.
@@ -82,14 +133,17 @@ struct SnapshotStore: Sendable {
     }
 
     /// The account's snapshots, newest first.
-    func list(_ account: AccountName) -> [SnapshotInfo] {
+    ///
+    /// - Parameter readingVersions: read each snapshot's version and size from its file;
+    ///   false leaves both 0, for retention, which goes by names alone.
+    func list(_ account: AccountName, readingVersions: Bool = true) -> [SnapshotInfo] {
         let folder = root.snapshotDirectory(account)
         return FileSystem.contents(of: folder).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted(by: >).map { file in
             let path = folder + "/" + file
             let name = String(file.dropLast(".sqlite".count))
             return SnapshotInfo(
-                name: name, version: (try? Self.version(of: path)) ?? 0, createdAt: Self.createdAt(fromName: name),
-                sizeBytes: FileSystem.size(of: path), path: path)
+                name: name, version: readingVersions ? (try? Self.version(of: path)) ?? 0 : 0, createdAt: Self.createdAt(fromName: name),
+                sizeBytes: readingVersions ? FileSystem.size(of: path) : 0, path: path)
         }
     }
 
@@ -111,7 +165,7 @@ struct SnapshotStore: Sendable {
     }
 
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
-        for old in retention.expired(list(account), now: now, protected: protected) {
+        for old in retention.expired(list(account, readingVersions: false), now: now, protected: protected) {
             try FileSystem.removeIfPresent(old.path)
             try FileSystem.removeIfPresent(old.path + "-wal")
         }

@@ -25,6 +25,17 @@ enum AccountInspector {
     static func inspect(
         path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }
     ) throws -> AccountFacts {
+        try inspect(path: path, account: account, deep: deep, usable: usable) { _, _ in () }.facts
+    }
+
+    /// ``inspect(path:account:deep:usable:)``, then `then` on the same read-only connection,
+    /// in the same read transaction, for a file the checks accepted and `usable` allows (nil
+    /// for another): what it reads is the file as inspected. The store takes the snapshot
+    /// before a migration this way, without opening the file a second time.
+    static func inspect<T>(
+        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true },
+        then: (Database, AccountFacts) throws -> T
+    ) throws -> (facts: AccountFacts, then: T?) {
         switch FileSystem.entry(at: path) {
         case .missing:
             throw AccountdError(.accountNotFound, "account \(account) has no file at \(path)", account: account.rawValue, file: path)
@@ -57,9 +68,11 @@ enum AccountInspector {
             let queue = try DatabaseQueue(
                 path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "inspect"))
             defer { try? queue.close() }
-            let found = try queue.read { db in try Self.facts(db, path: path, account: account, deep: deep) }
-            refused = !usable(found)
-            return found
+            return try queue.read { db in
+                let found = try Self.facts(db, path: path, account: account, deep: deep)
+                refused = !usable(found)
+                return (found, refused ? nil : try then(db, found))
+            }
         } catch let error as AccountdError {
             throw error
         } catch let error as DatabaseError {

@@ -108,7 +108,7 @@ extension AccountStore {
 
     /// Puts the file at `path` in WAL mode and syncs it, leaving no `-wal` or `-shm` beside it.
     ///
-    /// `VACUUM INTO` writes its copy in rollback-journal mode; an account file must be in
+    /// A snapshot is a rollback-journal file (see ``SnapshotStore``); an account file must be in
     /// WAL mode before it is moved into place, or a writer would block every reader until
     /// something reopened it.
     private static func useWAL(_ path: String) throws {

@@ -49,6 +49,8 @@ public final class AccountStore: Sendable {
     /// to an account whose files did not change reads nothing.
     let known = Mutex(
         BoundedCache<AccountName, (main: FileStamp, wal: FileStamp?, facts: AccountFacts)>(capacity: AccountStore.rememberedAccounts))
+    /// Schemas already found equal to the bundle's target by a migration.
+    let matchedSchemas = MatchedSchemas()
     /// How many accounts' facts are remembered at most: the working set of switches, while
     /// a fleet of any size touched by `Migrate` leaves memory flat.
     static let rememberedAccounts = 1024
@@ -138,12 +140,26 @@ public final class AccountStore: Sendable {
 
         let stamp = FileStamp(path: path)
         let walStamp = FileStamp(path: path + "-wal")
+        // A file to migrate is copied into its snapshot on the connection that inspected it,
+        // in the same read transaction: one open of the file for both.
+        let snapshots = snapshots
+        func snapshotBeforeMigrating(_ db: Database?) throws -> (info: SnapshotInfo, milliseconds: Double) {
+            let started = ContinuousClock.now
+            let info =
+                try db.map { try snapshots.take(account, reading: $0, reason: "before-migrate") }
+                ?? snapshots.take(account, source: path, reason: "before-migrate")
+            return (info, (ContinuousClock.now - started).milliseconds)
+        }
         let facts: AccountFacts
+        var snapshot: (info: SnapshotInfo, milliseconds: Double)?
         if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp {
             facts = cached.facts
         } else {
             let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
-            facts = try AccountInspector.inspect(path: path, account: account, deep: deep, usable: isUsable)
+            let inspected = try AccountInspector.inspect(path: path, account: account, deep: deep, usable: isUsable) { db, facts in
+                facts.version < target ? try snapshotBeforeMigrating(db) : nil
+            }
+            (facts, snapshot) = (inspected.facts, inspected.then ?? nil)
         }
         // The daemon trusts its own writes: after this operation the file counts as checked.
         defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
@@ -160,10 +176,8 @@ public final class AccountStore: Sendable {
             remember()
             return outcome(.opened, version: target, edited: edited)
         case ..<target:
-            let snapshotStart = ContinuousClock.now
-            let snapshot = try snapshots.take(account, source: path, reason: "before-migrate")
-            let snapshotMs = (ContinuousClock.now - snapshotStart).milliseconds
-            let migrationMs = try Migrator(bundle: bundle, account: account, path: path)
+            let (snapshot, snapshotMs) = try snapshot ?? snapshotBeforeMigrating(nil)
+            let migrationMs = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas)
                 .migrate(from: facts.version, progress: progress)
             try runOnOpen(account, path: path, after: .migrated(from: facts.version, to: target))
             return outcome(

@@ -41,7 +41,10 @@ enum FileSystem {
     /// Creates `path` as a 0700 folder, or tightens an existing one to 0700.
     ///
     /// - Throws: ``AccountdError`` when the path is a symlink or not a folder, or mkdir fails.
-    static func ensureDirectory(_ path: String) throws {
+    ///
+    /// - Returns: whether the folder was created now (an empty folder).
+    @discardableResult
+    static func ensureDirectory(_ path: String) throws -> Bool {
         switch entry(at: path) {
         case .directory:
             var info = stat()
@@ -50,16 +53,19 @@ enum FileSystem {
                     throw AccountdError.storage("setting mode 0700 on", path: path, errno: errno)
                 }
             }
+            return false
         case .missing:
             let parent = (path as NSString).deletingLastPathComponent
             if !parent.isEmpty, parent != path, !exists(parent) {
                 try ensureDirectory(parent)
             }
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw AccountdError.storage("creating folder", path: path, errno: errno)
+            guard mkdir(path, 0o700) == 0 else {
+                guard errno == EEXIST else { throw AccountdError.storage("creating folder", path: path, errno: errno) }
+                return try ensureDirectory(path)
             }
             // mkdir applies the umask; make the mode exact.
             _ = chmod(path, 0o700)
+            return true
         default:
             throw AccountdError(
                 .storage, "\(path) exists but is not a folder (symlinks are not followed); move it aside",

@@ -35,7 +35,8 @@ public struct DaemonSettings: Sendable {
     public var snapshotMaxAgeDays: Int
     /// Run `quick_check` when an account is first opened (`accounts.checkIntegrityOnOpen`).
     public var checkIntegrityOnOpen: Bool
-    /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: the core count).
+    /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: twice the core
+    /// count, so that one account's flushes overlap another's work).
     public var migrateConcurrency: Int
     /// Admin peers by uid, besides root and the daemon's own uid (`admin.users`).
     public var adminUsers: [UInt32]

@@ -36,8 +36,8 @@ public actor AccountdClient {
     private let channel: any Channel
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     /// Reply lines, in batches as they were read; the reading task waits while a batch is untaken.
-    private let inbox: AsyncThrowingChannel<[[UInt8]], any Error>
-    private var batch: [[UInt8]] = []
+    private let inbox: AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>
+    private var batch: [ArraySlice<UInt8>] = []
     private var batchIndex = 0
     /// Whether a request holds the connection, and who waits for it, first come first served.
     private var busy = false
@@ -47,7 +47,7 @@ public actor AccountdClient {
 
     private init(
         socketPath: String, channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
-        inbox: AsyncThrowingChannel<[[UInt8]], any Error>
+        inbox: AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>
     ) {
         self.socketPath = socketPath
         self.channel = channel
@@ -76,13 +76,15 @@ public actor AccountdClient {
             asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(backPressureStrategy: .init(lowWatermark: 16, highWatermark: 64)))
                     }
                 }
         } catch {
             throw AccountdClientError.unreachable(socket: path, reason: Self.reason(connecting: error))
         }
-        let inbox = AsyncThrowingChannel<[[UInt8]], any Error>()
+        let inbox = AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>()
         let (writers, handOver) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
         // The task that owns the channel: NIO closes it when `executeThenClose` returns, which
         // is when the daemon closes the connection or the client closes the channel.
@@ -168,7 +170,7 @@ public actor AccountdClient {
     ///
     /// - Throws: ``AccountdClientError/connectionLost(socket:reason:)`` when the connection
     ///   ends first or a line is too long.
-    func nextLine() async throws(AccountdClientError) -> [UInt8] {
+    func nextLine() async throws(AccountdClientError) -> ArraySlice<UInt8> {
         try await fillBatch()
         defer { batchIndex += 1 }
         return batch[batchIndex]
@@ -178,14 +180,14 @@ public actor AccountdClient {
     /// worth of lines with one call instead of one call per line.
     ///
     /// The taker gives back, with ``giveBack(_:)``, the lines after its request's last reply.
-    func nextLines() async throws(AccountdClientError) -> ArraySlice<[UInt8]> {
+    func nextLines() async throws(AccountdClientError) -> ArraySlice<ArraySlice<UInt8>> {
         try await fillBatch()
         defer { batchIndex = batch.count }
         return batch[batchIndex...]
     }
 
     /// Puts back lines taken with ``nextLines()`` that belong to the next request.
-    func giveBack(_ lines: ArraySlice<[UInt8]>) {
+    func giveBack(_ lines: ArraySlice<ArraySlice<UInt8>>) {
         guard !lines.isEmpty else { return }
         batch = Array(lines) + batch[batchIndex...]
         batchIndex = 0
@@ -195,7 +197,7 @@ public actor AccountdClient {
         while batchIndex == batch.count {
             if let failure { throw failure }
             var iterator = inbox.makeAsyncIterator()
-            let next: [[UInt8]]?
+            let next: [ArraySlice<UInt8>]?
             do {
                 next = try await iterator.next()
             } catch let error as LineFramer.LineTooLong {
@@ -219,7 +221,7 @@ public actor AccountdClient {
     }
 
     /// Decodes a reply line, turning an error reply into ``AccountdClientError/daemon(_:)``.
-    nonisolated func reply(_ line: [UInt8]) throws(AccountdClientError) -> Reply {
+    nonisolated func reply(_ line: ArraySlice<UInt8>) throws(AccountdClientError) -> Reply {
         let reply: Reply
         do {
             reply = try Reply.decode(line)

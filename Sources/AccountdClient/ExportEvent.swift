@@ -61,7 +61,7 @@ enum ExportLines {
 
     /// Parses the export reply lines at the start of `lines`: all the row replies there
     /// are, as one ``ExportEvent/rows(_:)``, or else one other reply.
-    static func parse(_ lines: inout ArraySlice<[UInt8]>, _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
+    static func parse(_ lines: inout ArraySlice<ArraySlice<UInt8>>, _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
         var rows: [ExportRowLine] = []
         while let line = lines.first, let row = row(line) {
             rows.append(row)
@@ -72,22 +72,21 @@ enum ExportLines {
     }
 
     /// The row in `line`, when it is a row reply as the daemon writes it.
-    private static func row(_ line: [UInt8]) -> ExportRowLine? {
+    private static func row(_ line: ArraySlice<UInt8>) -> ExportRowLine? {
         guard line.count > rowPrefix.count + continuesSuffix.count, line.starts(with: rowPrefix), line.hasSuffix(continuesSuffix) else {
             return nil
         }
-        return ExportRowLine(json: line[parametersPrefix.count..<(line.count - continuesSuffix.count)])
+        return ExportRowLine(json: line.dropFirst(parametersPrefix.count).dropLast(continuesSuffix.count))
     }
 
-    /// Parses one export reply line other than a row as the daemon writes it.
-    private static func parse(_ line: [UInt8], _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
+    private static func parse(_ line: ArraySlice<UInt8>, _ client: AccountdClient) throws(AccountdClientError) -> (element: ExportEvent?, last: Bool) {
         if line.count >= dataPrefix.count + dataSuffix.count, line.starts(with: dataPrefix), line.hasSuffix(dataSuffix),
-            let bytes = Base64.decode(line[dataPrefix.count..<(line.count - dataSuffix.count)])
+            let bytes = Base64.decode(line.dropFirst(dataPrefix.count).dropLast(dataSuffix.count))
         {
             return (.chunk(.data(bytes)), false)
         }
         if line.count > sqlPrefix.count + sqlSuffix.count, line.starts(with: sqlPrefix), line.hasSuffix(sqlSuffix),
-            case .string(let text)? = try? JSONParser.parse(line[sqlPrefix.count..<(line.count - sqlSuffix.count)])
+            case .string(let text)? = try? JSONParser.parse(line.dropFirst(sqlPrefix.count).dropLast(sqlSuffix.count))
         {
             return (.chunk(.sql(text)), false)
         }
@@ -104,8 +103,9 @@ enum ExportLines {
     }
 }
 
-extension Array where Element == UInt8 {
-    // Byte comparisons with memcmp: these run for every line of an export.
+extension ArraySlice where Element == UInt8 {
+    // Byte comparisons with memcmp: these run for every line of an export. Offsets count
+    // from the slice's start, whatever its indices are.
 
     fileprivate func starts(with prefix: [UInt8]) -> Bool {
         count >= prefix.count && matches(prefix, at: 0)

@@ -11,11 +11,11 @@ enum ReplyLines {
     /// Reads `inbound` until it ends, sending each read's lines to `inbox`.
     ///
     /// - Throws: `LineFramer.LineTooLong` for an over-long line, or the channel's error.
-    static func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, into inbox: AsyncThrowingChannel<[[UInt8]], any Error>) async throws {
+    static func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, into inbox: AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>) async throws {
         var framer = LineFramer(maximumLineLength: AccountdClient.maximumReplyLength)
         for try await buffer in inbound {
             buffer.withUnsafeReadableBytes { framer.append($0) }
-            var lines: [[UInt8]] = []
+            var lines: [ArraySlice<UInt8>] = []
             while let line = try framer.nextLine() { lines.append(line) }
             if !lines.isEmpty { await inbox.send(lines) }
         }

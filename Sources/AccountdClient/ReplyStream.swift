@@ -8,7 +8,7 @@ import AccountdProtocol
 public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
     /// Turns the first of `lines` (or several, for an element that gathers replies) into
     /// an element, removing what it used; `last` is true when that was the request's final reply.
-    typealias Parse = @Sendable (_ lines: inout ArraySlice<[UInt8]>, _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
+    typealias Parse = @Sendable (_ lines: inout ArraySlice<ArraySlice<UInt8>>, _ client: AccountdClient) throws(AccountdClientError) -> (element: Element?, last: Bool)
 
     let client: AccountdClient
     /// What to send, or why it was refused before sending.
@@ -27,7 +27,7 @@ public struct ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
         private var started = false
         private var finished = false
         /// Reply lines taken from the client and not yet parsed.
-        private var pending: ArraySlice<[UInt8]> = []
+        private var pending: ArraySlice<ArraySlice<UInt8>> = []
 
         init(client: AccountdClient, command: Result<Command, AccountdClientError>, parse: @escaping Parse) {
             self.client = client

@@ -43,29 +43,35 @@ public struct LineFramer: Sendable {
 
     /// Adds bytes that arrived, from memory: one copy, and no generic code to go through
     /// (this runs for every read of every connection).
+    ///
+    /// Once a line was taken since the last read, the bytes not yet returned (an unfinished
+    /// line, usually none) and the new ones go into a new buffer, sized for both: the lines
+    /// handed out keep the old one, untouched, for as long as their reader holds them, and
+    /// nothing is copied twice.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        compact()
-        buffer.append(contentsOf: bytes.bindMemory(to: UInt8.self))
-    }
-
-    /// Drops the lines already returned once they are most of the buffer.
-    private mutating func compact() {
-        if consumed > 4096 && consumed * 2 > buffer.count {
-            buffer.removeFirst(consumed)
-            scanned -= consumed
-            consumed = 0
-        }
+        let incoming = bytes.bindMemory(to: UInt8.self)
+        guard consumed > 0 else { return buffer.append(contentsOf: incoming) }
+        var next: [UInt8] = []
+        next.reserveCapacity(buffer.count - consumed + incoming.count)
+        next.append(contentsOf: buffer[consumed...])
+        next.append(contentsOf: incoming)
+        buffer = next
+        scanned -= consumed
+        consumed = 0
     }
 
     /// The next complete line, without its line ending, or nil when no full line is buffered.
     ///
+    /// The line shares the framer's buffer, so the lines of one read cost no copy; the
+    /// buffer stays theirs while they are held (see ``append(_:)-(UnsafeRawBufferPointer)``).
+    ///
     /// - Throws: ``LineTooLong`` when the next line exceeds the limit; the framer is then
     ///   unusable, as the stream has lost its framing.
-    public mutating func nextLine() throws(LineTooLong) -> [UInt8]? {
+    public mutating func nextLine() throws(LineTooLong) -> ArraySlice<UInt8>? {
         if let found = indexOfDelimiter() {
             var end = found
             if delimiter == 0x0A && end > consumed && buffer[end - 1] == 0x0D { end -= 1 }
-            let line = Array(buffer[consumed..<end])
+            let line = buffer[consumed..<end]
             scanned = found + 1
             consumed = scanned
             guard line.count <= maximumLineLength else { throw LineTooLong(limit: maximumLineLength) }

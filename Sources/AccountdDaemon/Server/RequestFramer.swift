@@ -52,7 +52,7 @@ final class RequestFramer: ChannelInboundHandler {
                     }
                     return
                 }
-                line = next
+                line = Array(next)
             } catch {
                 framer = nil
                 context.fireChannelRead(wrapInboundOut(.tooLarge))

@@ -22,7 +22,6 @@ let package = Package(
             traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
-        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -37,7 +36,6 @@ let package = Package(
                 "AccountdProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ]),
 
         // Core library: account store, schema bundles, the migrator, snapshots, export, preferences.

@@ -1,5 +1,4 @@
 import AccountdProtocol
-import AsyncAlgorithms
 import NIOCore
 import NIOPosix
 
@@ -36,7 +35,7 @@ public actor AccountdClient {
     private let channel: any Channel
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     /// Reply lines, in batches as they were read; the reading task waits while a batch is untaken.
-    private let inbox: AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>
+    private let inbox: ReplyInbox
     private var batch: [ArraySlice<UInt8>] = []
     private var batchIndex = 0
     /// Whether a request holds the connection, and who waits for it, first come first served.
@@ -47,7 +46,7 @@ public actor AccountdClient {
 
     private init(
         socketPath: String, channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
-        inbox: AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>
+        inbox: ReplyInbox
     ) {
         self.socketPath = socketPath
         self.channel = channel
@@ -84,7 +83,7 @@ public actor AccountdClient {
         } catch {
             throw AccountdClientError.unreachable(socket: path, reason: Self.reason(connecting: error))
         }
-        let inbox = AsyncThrowingChannel<[ArraySlice<UInt8>], any Error>()
+        let inbox = ReplyInbox()
         let (writers, handOver) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
         // The task that owns the channel: NIO closes it when `executeThenClose` returns, which
         // is when the daemon closes the connection or the client closes the channel.
@@ -196,10 +195,9 @@ public actor AccountdClient {
     private func fillBatch() async throws(AccountdClientError) {
         while batchIndex == batch.count {
             if let failure { throw failure }
-            var iterator = inbox.makeAsyncIterator()
             let next: [ArraySlice<UInt8>]?
             do {
-                next = try await iterator.next()
+                next = try await inbox.next()
             } catch let error as LineFramer.LineTooLong {
                 let lost = AccountdClientError.connectionLost(
                     socket: socketPath, reason: "a reply is longer than \(error.limit >> 20) MiB; is accountd listening on this socket?")

@@ -157,6 +157,21 @@ import Testing
         #expect(try TableDump.dumpFile(path: raw) == expected)
     }
 
+    @Test func theFinalReplyOfAnExportComesAfterEveryRow() throws {
+        // The rows go out from a blocking thread and the final reply from the request's task;
+        // the final reply must never overtake the last rows (it did, once in ten or so, when
+        // the rows' last write was not waited for).
+        let dir = TestDirectory()
+        let daemon = try Self.prepare(dir)
+        let client = try daemon.client()
+        for _ in 0..<50 {
+            let replies = try client.call(#"{"method":"io.accountd.Export","parameters":{"account":"alice","format":"jsonl"},"more":true}"#)
+            let final = try #require(replies.last)
+            #expect(final.parameters["rows"]?.intValue == Int64(replies.count - 1))
+            #expect(replies.dropLast().allSatisfy { $0.continues && $0.parameters["row"] != nil })
+        }
+    }
+
     @Test func jsonlExportHasOneReplyPerRowWithJSONTypes() throws {
         let dir = TestDirectory()
         let daemon = try Self.prepare(dir)

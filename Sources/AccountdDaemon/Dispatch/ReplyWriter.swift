@@ -1,5 +1,6 @@
 import AccountdProtocol
 import NIOCore
+import Synchronization
 
 /// The client went away while replies were being written.
 struct ClientGone: Error {}
@@ -8,8 +9,10 @@ struct ClientGone: Error {}
 protocol ReplyTransport: Sendable {
     /// Writes `bytes`, suspending while the client does not read them.
     func write(_ bytes: ByteBuffer) async throws(ClientGone)
-    /// Writes `bytes` from a blocking thread, returning once they are handed to the socket:
-    /// how a slow reader slows an export down instead of growing the daemon's memory.
+    /// Writes `bytes` from a blocking thread, returning once the bytes written this way
+    /// before them are handed to the socket: one chunk goes out while the next is made, and
+    /// a slow reader slows an export down (at most two chunks held) instead of growing the
+    /// daemon's memory.
     func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone)
 }
 
@@ -48,8 +51,23 @@ final class ReplyWriter {
 /// Writes replies to a NIO channel.
 struct ChannelTransport: ReplyTransport {
     let channel: any Channel
+    /// The last write from a blocking thread, until the next one waits for it.
+    private let blockingWrites = InFlightWrite()
+
+    init(channel: any Channel) {
+        self.channel = channel
+    }
 
     func write(_ bytes: ByteBuffer) async throws(ClientGone) {
+        // What a blocking thread wrote goes first: the last of it may still be on its way to
+        // the event loop, and a write from here could overtake it.
+        if let last = blockingWrites.take() {
+            do {
+                try await last.get()
+            } catch {
+                throw ClientGone()
+            }
+        }
         // A small reply written on the channel's own event loop (where requests are handled)
         // goes straight out: no suspension, no hop. A large one waits until it is written.
         if bytes.readableBytes < ReplyWriter.flushThreshold, channel.eventLoop.inEventLoop {
@@ -65,10 +83,32 @@ struct ChannelTransport: ReplyTransport {
     }
 
     func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone) {
+        let written = channel.writeAndFlush(bytes)
         do {
-            try channel.writeAndFlush(bytes).wait()
+            try blockingWrites.replace(with: written)?.wait()
         } catch {
             throw ClientGone()
+        }
+    }
+}
+
+/// The one write a ``ChannelTransport`` has in flight from a blocking thread.
+private final class InFlightWrite: Sendable {
+    private let last = Mutex<EventLoopFuture<Void>?>(nil)
+
+    /// The write in flight, which is then no longer recorded.
+    func take() -> EventLoopFuture<Void>? {
+        last.withLock { last in
+            defer { last = nil }
+            return last
+        }
+    }
+
+    /// Records `write` as the one in flight and returns the one it follows.
+    func replace(with write: EventLoopFuture<Void>) -> EventLoopFuture<Void>? {
+        last.withLock { last in
+            defer { last = write }
+            return last
         }
     }
 }

@@ -33,8 +33,7 @@ public actor AccountdClient {
     /// The socket this client is connected to.
     public nonisolated let socketPath: String
     private let channel: any Channel
-    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-    /// Reply lines, in batches as they were read; the reading task waits while a batch is untaken.
+    /// Reply lines, in batches as they were read; reading pauses while the inbox is full.
     private let inbox: ReplyInbox
     private var batch: [ArraySlice<UInt8>] = []
     private var batchIndex = 0
@@ -44,13 +43,9 @@ public actor AccountdClient {
     /// Set once the connection is unusable; every later call throws it.
     private var failure: AccountdClientError?
 
-    private init(
-        socketPath: String, channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
-        inbox: ReplyInbox
-    ) {
+    private init(socketPath: String, channel: any Channel, inbox: ReplyInbox) {
         self.socketPath = socketPath
         self.channel = channel
-        self.outbound = outbound
         self.inbox = inbox
     }
 
@@ -70,41 +65,18 @@ public actor AccountdClient {
         guard !path.isEmpty, path.utf8.count < SocketPath.maximumLength else {
             throw AccountdClientError.unreachable(socket: path, reason: "the path does not fit in a Unix socket address")
         }
-        let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        let inbox = ReplyInbox()
+        let channel: any Channel
         do {
-            asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(unixDomainSocketPath: path) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                            wrappingChannelSynchronously: channel,
-                            configuration: .init(backPressureStrategy: .init(lowWatermark: 16, highWatermark: 64)))
-                    }
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ReplyFramer(inbox: inbox)) }
                 }
+                .connect(unixDomainSocketPath: path).get()
         } catch {
             throw AccountdClientError.unreachable(socket: path, reason: Self.reason(connecting: error))
         }
-        let inbox = ReplyInbox()
-        let (writers, handOver) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
-        // The task that owns the channel: NIO closes it when `executeThenClose` returns, which
-        // is when the daemon closes the connection or the client closes the channel.
-        Task {
-            do {
-                try await asyncChannel.executeThenClose { inbound, outbound in
-                    handOver.yield(outbound)
-                    handOver.finish()
-                    try await ReplyLines.read(inbound, into: inbox)
-                }
-                inbox.finish()
-            } catch {
-                handOver.finish()
-                inbox.fail(error)
-            }
-        }
-        var iterator = writers.makeAsyncIterator()
-        guard let outbound = await iterator.next() else {
-            throw AccountdClientError.connectionLost(socket: path, reason: "the connection closed as it opened")
-        }
-        return AccountdClient(socketPath: path, channel: asyncChannel.channel, outbound: outbound, inbox: inbox)
+        return AccountdClient(socketPath: path, channel: channel, inbox: inbox)
     }
 
     /// Closes the connection. Calls after this throw ``AccountdClientError/connectionLost(socket:reason:)``.
@@ -135,7 +107,7 @@ public actor AccountdClient {
             throw failure
         }
         do {
-            try await outbound.write(ByteBuffer(string: command.request(more: more).encoded() + "\n"))
+            try await channel.writeAndFlush(ByteBuffer(string: command.request(more: more).encoded() + "\n")).get()
         } catch {
             let lost = AccountdClientError.connectionLost(socket: socketPath, reason: "sending the request failed: \(error)")
             fail(lost)

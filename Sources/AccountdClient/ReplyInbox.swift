@@ -1,16 +1,16 @@
 import AccountdProtocol
 import Synchronization
 
-/// The lines read from the daemon, on their way from the task that reads the socket
-/// (``ReplyLines``) to the client that takes them, a read's worth at a time.
+/// The lines read from the daemon, on their way from the connection's event loop
+/// (``ReplyFramer``) to the client that takes them, a read's worth at a time.
 ///
-/// A bounded queue: the reader goes on reading while up to ``capacity`` reads wait to be
-/// taken, and waits once that many do, so a client that stops taking lines stops the
-/// reading, and then the daemon, within a bounded amount of memory. Either side suspends
-/// only when it must (the queue empty, or full): a long export flows without a hand-over
-/// of threads for every read, as a rendezvous channel would need.
+/// A bounded queue: once ``capacity`` reads wait to be taken, ``offer(_:)`` says so and the
+/// framer stops the channel's reads; the take that makes room calls back (``whenRoom(_:)``)
+/// and reads resume. So a client that stops taking lines stops the reading, and then the
+/// daemon, within a bounded amount of memory. The event loop never waits here, and the
+/// client suspends only when nothing is queued.
 final class ReplyInbox: Sendable {
-    /// How many reads may wait to be taken.
+    /// How many reads may wait to be taken before reading pauses.
     static let capacity = 16
 
     private struct State {
@@ -18,79 +18,75 @@ final class ReplyInbox: Sendable {
         var first = 0
         /// The client waiting for lines.
         var taker: CheckedContinuation<[ArraySlice<UInt8>]?, any Error>?
-        /// The reader waiting for room.
-        var sender: CheckedContinuation<Void, Never>?
+        /// Whether reading paused because the queue was full.
+        var paused = false
+        /// Called when a paused reader may go on.
+        var room: (@Sendable () -> Void)?
         /// Why the lines ended: nil while they go on; `.success` at the end of the connection.
         var end: Result<Void, any Error>?
 
         var count: Int { reads.count - first }
 
-        mutating func pop() -> [ArraySlice<UInt8>] {
+        /// The oldest queued read, and the callback to call when taking it made room.
+        mutating func pop() -> (lines: [ArraySlice<UInt8>], room: (@Sendable () -> Void)?) {
             let read = reads[first]
             first += 1
             if first == reads.count {
                 reads.removeAll(keepingCapacity: true)
                 first = 0
             }
-            return read
+            guard paused, count < ReplyInbox.capacity else { return (read, nil) }
+            paused = false
+            return (read, room)
         }
     }
 
     private let state = Mutex(State())
 
-    /// Queues one read's lines; waits while the queue is full. Lines sent after the end are dropped.
-    func send(_ lines: [ArraySlice<UInt8>]) async {
-        enum Next {
-            case handed(CheckedContinuation<[ArraySlice<UInt8>]?, any Error>)
-            case queued
-            case full
-        }
-        let next = state.withLock { state -> Next in
-            guard state.end == nil else { return .queued }
+    /// Sets what to call when reading, paused by a full queue, may go on.
+    func whenRoom(_ callback: @escaping @Sendable () -> Void) {
+        state.withLock { $0.room = callback }
+    }
+
+    /// Queues one read's lines, or hands them to a waiting client.
+    ///
+    /// - Returns: false when the queue is now full: stop reading until ``whenRoom(_:)``'s
+    ///   callback. Lines offered after the end are dropped.
+    func offer(_ lines: [ArraySlice<UInt8>]) -> Bool {
+        let (taker, hasRoom) = state.withLock { state -> (CheckedContinuation<[ArraySlice<UInt8>]?, any Error>?, Bool) in
+            guard state.end == nil else { return (nil, true) }
             if let taker = state.taker {
                 state.taker = nil
-                return .handed(taker)
+                return (taker, true)
             }
             state.reads.append(lines)
-            return state.count >= Self.capacity ? .full : .queued
+            if state.count >= ReplyInbox.capacity { state.paused = true }
+            return (nil, !state.paused)
         }
-        switch next {
-        case .handed(let taker): taker.resume(returning: lines)
-        case .queued: break
-        case .full:
-            await withCheckedContinuation { continuation in
-                let room = state.withLock { state -> Bool in
-                    guard state.count >= Self.capacity, state.end == nil else { return true }
-                    state.sender = continuation
-                    return false
-                }
-                if room { continuation.resume() }
-            }
-        }
+        taker?.resume(returning: lines)
+        return hasRoom
     }
 
     /// The next read's lines, waiting for them; nil at the end of the connection.
     ///
-    /// - Throws: what the reader failed with.
+    /// - Throws: what the connection failed with.
     func next() async throws -> [ArraySlice<UInt8>]? {
         enum Next {
-            case lines([ArraySlice<UInt8>], sender: CheckedContinuation<Void, Never>?)
+            case lines([ArraySlice<UInt8>], room: (@Sendable () -> Void)?)
             case ended(Result<Void, any Error>)
             case wait
         }
-        let next = state.withLock { state -> Next in
+        func take(_ state: inout State) -> Next {
             if state.count > 0 {
-                let lines = state.pop()
-                let sender = state.sender
-                state.sender = nil
-                return .lines(lines, sender: sender)
+                let (lines, room) = state.pop()
+                return .lines(lines, room: room)
             }
             if let end = state.end { return .ended(end) }
             return .wait
         }
-        switch next {
-        case .lines(let lines, let sender):
-            sender?.resume()
+        switch state.withLock({ take(&$0) }) {
+        case .lines(let lines, let room):
+            room?()
             return lines
         case .ended(let end):
             try end.get()
@@ -98,17 +94,13 @@ final class ReplyInbox: Sendable {
         case .wait:
             return try await withCheckedThrowingContinuation { continuation in
                 let now = state.withLock { state -> Next in
-                    if state.count > 0 {
-                        defer { state.sender = nil }
-                        return .lines(state.pop(), sender: state.sender)
-                    }
-                    if let end = state.end { return .ended(end) }
-                    state.taker = continuation
-                    return .wait
+                    let next = take(&state)
+                    if case .wait = next { state.taker = continuation }
+                    return next
                 }
                 switch now {
-                case .lines(let lines, let sender):
-                    sender?.resume()
+                case .lines(let lines, let room):
+                    room?()
                     continuation.resume(returning: lines)
                 case .ended(let end): continuation.resume(with: end.map { nil })
                 case .wait: break
@@ -124,15 +116,12 @@ final class ReplyInbox: Sendable {
     func fail(_ error: any Error) { end(.failure(error)) }
 
     private func end(_ result: Result<Void, any Error>) {
-        let (taker, sender) = state.withLock { state in
+        let taker = state.withLock { state in
             if state.end == nil { state.end = result }
-            defer {
-                state.taker = nil
-                state.sender = nil
-            }
-            return (state.taker, state.sender)
+            state.room = nil
+            defer { state.taker = nil }
+            return state.taker
         }
         taker?.resume(with: result.map { nil })
-        sender?.resume()
     }
 }

@@ -55,6 +55,9 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
 
+        // glibc's mallopt, to bound the daemon's malloc arenas.
+        .systemLibrary(name: "CMalloc"),
+
         // Daemon library: server, dispatch, access, configuration, systemd glue.
         .target(
             name: "AccountdDaemon",
@@ -62,6 +65,7 @@ let package = Package(
                 "AccountdCore",
                 "AccountdProtocol",
                 "CSystemd",
+                "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

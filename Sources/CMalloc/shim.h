@@ -1,0 +1,2 @@
+// glibc's malloc tuning (mallopt), for the daemon's memory arenas.
+#include <malloc.h>

@@ -26,7 +26,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
                 guard let line = try framer.nextLine() else { break }
                 precondition(line.count <= 512, "the framer returned a line over its limit")
                 precondition(!line.contains(0x0A), "a line contains a newline")
-                lines.append(line)
+                lines.append(Array(line))
             } catch {
                 break framing
             }

@@ -60,7 +60,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     while true {
         do {
             guard let line = try framer.nextLine() else { break }
-            lines.append(line)
+            lines.append(Array(line))
         } catch {
             framed = false  // the connection answers RequestTooLarge and closes
             break

@@ -36,12 +36,8 @@ struct SnapshotStore: Sendable {
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
             defer { try? queue.close() }
             return try queue.read { db in try take(account, reading: db, reason: reason, protecting: protecting) }
-        } catch let error as AccountdError {
-            throw error
         } catch {
-            throw AccountdError(
-                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
-                account: account.rawValue, file: source)
+            throw Self.failed(account, error, file: source)
         }
     }
 
@@ -63,12 +59,8 @@ struct SnapshotStore: Sendable {
             temp = folder + "/." + name + ".tmp"
             path = folder + "/" + name + ".sqlite"
             try FileSystem.createExclusive(temp)
-        } catch let error as AccountdError {
-            throw error
         } catch {
-            throw AccountdError(
-                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
-                account: account.rawValue, file: root.accountPath(account))
+            throw Self.failed(account, error, file: root.accountPath(account))
         }
         do {
             var config = Configuration()
@@ -88,14 +80,19 @@ struct SnapshotStore: Sendable {
             try FileSystem.durableRename(temp, to: path)
         } catch {
             try? FileSystem.removeIfPresent(temp)
-            if let error = error as? AccountdError { throw error }
-            throw AccountdError(
-                .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
-                account: account.rawValue, file: path)
+            throw Self.failed(account, error, file: path)
         }
         if !first { try prune(account, now: now, protected: protecting.union([name])) }
         return SnapshotInfo(
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
+    }
+
+    /// A snapshot that could not be taken: `error`, as `storage`, or itself when it is an ``AccountdError``.
+    private static func failed(_ account: AccountName, _ error: any Error, file: String) -> AccountdError {
+        if let error = error as? AccountdError { return error }
+        return AccountdError(
+            .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
+            account: account.rawValue, file: file)
     }
 
     /// Marks the closed database file at `path` as a rollback-journal file, not a WAL one.

@@ -19,6 +19,18 @@ struct ReplicationTests {
         """
     static let rows = 100_000
 
+    /// One host under `dir`: the bundle (version 1 creates `item`), a daemon replicating to
+    /// `dir/replica`, and the Litestream it configured.
+    static func replicatingHost(
+        _ dir: borrowing TestDirectory
+    ) throws -> (replica: String, bundle: String, daemon: DaemonProcess, litestream: LitestreamProcess) {
+        let replica = "file://" + dir.sub("replica")
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [Self.createItems], names: ["create_items"])
+        let daemon = try E2E.replicatingDaemon(directory: dir.sub("host"), bundle: bundle, replica: replica, runDirectory: dir.sub("run"))
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream"))
+        return (replica, bundle, daemon, litestream)
+    }
+
     /// Adds the rebuild as version 2 and reloads the daemon, waiting until it serves it.
     static func upgrade(_ daemon: DaemonProcess, bundle: String) throws {
         try Files.write(rebuildItems, to: bundle + "/migrations/0002_rebuild_items.sql")
@@ -147,10 +159,7 @@ struct ReplicationTests {
     /// table (more accounts written than stay open, or the daemon stopping) must not wait for it.
     @Test func closingPreferenceTablesDoesNotWaitForLitestream() throws {
         let dir = TestDirectory()
-        let replica = "file://" + dir.sub("replica")
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [Self.createItems], names: ["create_items"])
-        let daemon = try E2E.replicatingDaemon(directory: dir.sub("host"), bundle: bundle, replica: replica, runDirectory: dir.sub("run"))
-        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream"))
+        let (_, _, daemon, litestream) = try Self.replicatingHost(dir)
         let client = try daemon.client()
         let accounts = (1...10).map { "user\($0)" }
         for account in accounts {
@@ -191,10 +200,7 @@ struct ReplicationTests {
 
     @Test func aKillDuringAMigrationLeavesTheReplicaAtTheOldOrTheNewVersionWhole() throws {
         let dir = TestDirectory()
-        let replica = "file://" + dir.sub("replica")
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [Self.createItems], names: ["create_items"])
-        let daemon = try E2E.replicatingDaemon(directory: dir.sub("host"), bundle: bundle, replica: replica, runDirectory: dir.sub("run"))
-        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream"))
+        let (replica, bundle, daemon, litestream) = try Self.replicatingHost(dir)
         let client = try daemon.client()
         _ = try client.callOne("switch alice")
         try E2E.sql(daemon.accountPath("alice"), E2E.insertRows("item", count: Self.rows))

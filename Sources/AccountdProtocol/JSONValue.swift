@@ -132,7 +132,11 @@ extension JSONValue {
     public static func writeString(_ s: String, to out: inout String) {
         // Most strings need no escaping: copy them whole. (0xE2 starts U+2028 and U+2029,
         // which are escaped for JavaScript's sake, so it takes the careful path.)
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F && $0 != 0xE2 }) {
+        let plain =
+            s.utf8.withContiguousStorageIfAvailable { bytes in
+                !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }
+            } ?? false
+        if plain {
             out += "\""
             out += s
             out += "\""

@@ -85,12 +85,11 @@ public enum Method: String, CaseIterable, Sendable {
 
     /// Finds a method by its inline word, case-insensitively: `status`, `SWITCH`, `del`.
     public init?(inlineWord: String) {
-        let word = inlineWord.lowercased()
-        if word == "del" {
-            self = .delete
-            return
-        }
-        guard let method = Method.allCases.first(where: { $0.rawValue.lowercased() == word }) else { return nil }
+        guard let method = Self.byInlineWord[inlineWord.lowercased()] else { return nil }
         self = method
     }
+
+    /// Each method by its inline word, lower-case, with `del` for `delete`.
+    private static let byInlineWord: [String: Method] = Dictionary(
+        uniqueKeysWithValues: allCases.map { ($0.rawValue.lowercased(), $0) } + [("del", .delete)])
 }

@@ -32,8 +32,8 @@ public struct Request: Sendable {
     /// - Throws: ``ProtocolError``: `InvalidRequest` (not UTF-8, not JSON, no method),
     ///   `MethodNotFound`, `InvalidParameter`, `InvalidValue` (an inline `set` whose value
     ///   is not JSON), `InvalidAccountName`.
-    public static func decode(_ line: some Collection<UInt8>) throws(ProtocolError) -> Request? {
-        guard let text = String(validating: line, as: UTF8.self) else {
+    public static func decode(_ line: [UInt8]) throws(ProtocolError) -> Request? {
+        guard let text = String(validatingUTF8Bytes: line) else {
             throw ProtocolError(.invalidRequest, "the request is not valid UTF-8")
         }
         let trimmed = text.drop { $0 == " " || $0 == "\t" }
@@ -44,7 +44,7 @@ public struct Request: Sendable {
         return request
     }
 
-    private static func decodeJSON(_ line: some Collection<UInt8>) throws(ProtocolError) -> Request {
+    private static func decodeJSON(_ line: [UInt8]) throws(ProtocolError) -> Request {
         let value = try parseObject(line)
         let name = try methodName(of: value)
         guard let method = Method(qualifiedName: name) else { throw methodNotFound(name) }
@@ -54,7 +54,7 @@ public struct Request: Sendable {
     /// Parses a JSON request: an object with only the fields varlink defines.
     ///
     /// - Throws: ``ProtocolError`` `InvalidRequest`.
-    static func parseObject(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
+    static func parseObject(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)

@@ -40,6 +40,9 @@ public final class AccountStore: Sendable {
 
     public let root: DataRoot
     public let bundle: SchemaBundle
+    /// The bundle's target version, kept apart: reading it from another module costs no
+    /// copy of the whole bundle, which the requests that check it (every Get and Set) would pay.
+    public let targetVersion: Int
     public let options: Options
     let locks: AccountLocks
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not
@@ -58,6 +61,7 @@ public final class AccountStore: Sendable {
     public init(root: DataRoot, bundle: SchemaBundle, options: Options = Options()) {
         self.root = root
         self.bundle = bundle
+        self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = AccountLocks()
     }
@@ -65,6 +69,7 @@ public final class AccountStore: Sendable {
     private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks) {
         self.root = root
         self.bundle = bundle
+        self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = locks
     }

@@ -23,7 +23,7 @@ extension Dispatcher {
             Reply(RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init))))
     }
 
-    /// Streams the export in replies of 64 KiB, then its totals.
+    /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals.
     func export(_ account: AccountName, format: ExportFormat, writer: ReplyWriter) async throws {
         try await writer.flush()
         let summary = try await services.maintenance.export(account, format: format, write: writer.blockingWrite)

@@ -1,11 +1,13 @@
 import AccountdCore
 import AccountdProtocol
 
-/// Wraps exported data in streamed replies and writes them in 64 KiB pieces.
+/// Wraps exported data in streamed replies and writes them in 256 KiB pieces: each piece
+/// is one write for the daemon and, with ``AccountdClient``'s read size, one hand-over
+/// from the client's event loop to its caller.
 struct ReplySink: ExportSink {
     let write: @Sendable ([UInt8]) throws -> Void
     private var buffer: [UInt8] = []
-    private static let threshold = 64 * 1024
+    private static let threshold = 256 * 1024
     private static let rowPrefix = Array("{\"parameters\":".utf8)
     private static let sqlPrefix = Array(("{\"parameters\":" + ExportChunk.sqlPrefix).utf8)
     private static let dataPrefix = Array(("{\"parameters\":" + ExportChunk.dataPrefix).utf8)

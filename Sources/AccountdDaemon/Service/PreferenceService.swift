@@ -78,7 +78,7 @@ final class PreferenceService: Sendable {
     /// bundle of `store`; never blocks.
     func openAccountDatabase(_ account: AccountName, store: AccountStore) -> PreferenceDatabase? {
         let tick = clock.add(1, ordering: .relaxed).newValue
-        let target = store.bundle.targetVersion
+        let target = store.targetVersion
         return accounts.withLock { entries in
             guard entries[account]?.target == target else { return nil }
             entries[account]?.used = tick
@@ -109,7 +109,7 @@ final class PreferenceService: Sendable {
             throw error
         }
         let tick = clock.add(1, ordering: .relaxed).newValue
-        let target = store.bundle.targetVersion
+        let target = store.targetVersion
         if let checked = accounts.withLock({ entries -> PreferenceDatabase? in
             entries[account]?.target = target
             entries[account]?.used = tick

@@ -59,6 +59,6 @@ struct Services: Sendable {
         let store = stores.current
         return InfoReply(
             version: AccountdVersion.current, pid: Int(getpid()), uptimeSeconds: Int(Date().timeIntervalSince(startedAt)),
-            dataRoot: store.root.path, bundle: .init(version: store.bundle.targetVersion, fingerprint: store.bundle.fingerprint))
+            dataRoot: store.root.path, bundle: .init(version: store.targetVersion, fingerprint: store.bundle.fingerprint))
     }
 }

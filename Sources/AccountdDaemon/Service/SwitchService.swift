@@ -231,7 +231,7 @@ final class SwitchService: Sendable {
         let (active, version) = state.withLock { ($0.active, $0.version) }
         let condition: String =
             if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
-        return DaemonStatus(active: active?.rawValue, state: condition, version: version, bundleVersion: stores.current.bundle.targetVersion)
+        return DaemonStatus(active: active?.rawValue, state: condition, version: version, bundleVersion: stores.current.targetVersion)
     }
 
     /// One account's status; never waits for a migration.
@@ -239,7 +239,7 @@ final class SwitchService: Sendable {
         let store = stores.current
         if board.isMigrating(account) {
             return AccountStatus(
-                account: account, exists: true, version: nil, target: store.bundle.targetVersion, state: .migrating,
+                account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
                 sizeBytes: FileSize.of(store.root.accountPath(account)))
         }
         return try await pool.run { store.status(account) }

@@ -44,8 +44,8 @@ public struct VarlinkCall: Sendable {
     /// - Returns: nil for an empty message, which is not a call.
     /// - Throws: ``ProtocolError``: `InvalidRequest` (not UTF-8, not a JSON object, an
     ///   `upgrade`), `InterfaceNotFound`, `MethodNotFound`, `InvalidParameter`.
-    public static func decode(_ message: some Collection<UInt8>) throws(ProtocolError) -> VarlinkCall? {
-        guard let text = String(validating: message, as: UTF8.self) else {
+    public static func decode(_ message: [UInt8]) throws(ProtocolError) -> VarlinkCall? {
+        guard let text = String(validatingUTF8Bytes: message) else {
             throw ProtocolError(.invalidRequest, "the message is not valid UTF-8")
         }
         let trimmed = text.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }

@@ -1,0 +1,15 @@
+extension String {
+    /// `bytes` as text, or nil when they are not valid UTF-8.
+    ///
+    /// Requests and replies are nearly always ASCII: those are checked a byte at a time
+    /// over the buffer, which costs far less than the standard library's general
+    /// validation, and only text with other bytes goes through it.
+    init?(validatingUTF8Bytes bytes: [UInt8]) {
+        let text = bytes.withUnsafeBufferPointer { buffer -> String? in
+            if buffer.allSatisfy({ $0 < 0x80 }) { return String(decoding: buffer, as: UTF8.self) }
+            return String(validating: buffer, as: UTF8.self)
+        }
+        guard let text else { return nil }
+        self = text
+    }
+}

@@ -75,8 +75,7 @@ struct SnapshotStore: Sendable {
             let copy = try DatabaseQueue(path: temp, configuration: config)
             try copy.writeWithoutTransaction { db in try source.backup(to: db) }
             try copy.close()
-            try Self.markRollbackJournal(temp)
-            try FileSystem.fsyncFile(temp)
+            try Self.markRollbackJournalAndFlush(temp)
             try FileSystem.durableRename(temp, to: path)
         } catch {
             try? FileSystem.removeIfPresent(temp)
@@ -95,14 +94,15 @@ struct SnapshotStore: Sendable {
             account: account.rawValue, file: file)
     }
 
-    /// Marks the closed database file at `path` as a rollback-journal file, not a WAL one.
+    /// Marks the closed database file at `path` as a rollback-journal file, not a WAL one,
+    /// then flushes the file to stable storage.
     ///
     /// The backup API copies page 1 as it is, so the copy of a WAL-mode account says "WAL" in
     /// its header (bytes 18 and 19, the file format's write and read versions: 2). A snapshot
     /// is one self-contained file: opened read-only as WAL, SQLite would leave `-wal` and `-shm`
     /// beside it. Versions 1 and 1 are a rollback-journal file, as `PRAGMA journal_mode = DELETE`
     /// would have left it; nothing else in the file depends on them.
-    private static func markRollbackJournal(_ path: String) throws {
+    private static func markRollbackJournalAndFlush(_ path: String) throws {
         let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
         defer { close(fd) }
@@ -110,6 +110,7 @@ struct SnapshotStore: Sendable {
         guard versions.withUnsafeBytes({ pwrite(fd, $0.baseAddress, 2, 18) }) == 2 else {
             throw AccountdError.storage("writing the header of", path: path, errno: errno)
         }
+        guard fsync(fd) == 0 else { throw AccountdError.storage("fsync of", path: path, errno: errno) }
     }
 
     /// Copies a file that SQLite cannot read (a corrupt account) byte for byte, with its WAL, into a snapshot.

@@ -235,10 +235,9 @@ public final class AccountStore: Sendable {
     /// never waits for a migration and never changes the file.
     public func status(_ account: AccountName) -> AccountStatus {
         let path = root.accountPath(account)
-        let size = FileSystem.size(of: path) + FileSystem.size(of: path + "-wal")
         var status = AccountStatus(
             account: account, exists: FileSystem.exists(path), version: nil, target: bundle.targetVersion, state: .missing,
-            sizeBytes: size, createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
+            sizeBytes: sizeOnDisk(account), createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
         guard status.exists else { return status }
         do {
             let facts = try readFacts(account)
@@ -254,6 +253,13 @@ public final class AccountStore: Sendable {
             status.problem = (error as? AccountdError)?.message ?? "\(error)"
         }
         return status
+    }
+
+    /// The bytes `account` takes on disk: its file and its `-wal`; 0 for a missing account.
+    /// Two `lstat` calls: no file is opened, and no owner or group is looked up.
+    public func sizeOnDisk(_ account: AccountName) -> Int64 {
+        let path = root.accountPath(account)
+        return FileSystem.size(of: path) + FileSystem.size(of: path + "-wal")
     }
 
     /// The state of `account`'s file when the daemon may use it as it is, without switching

@@ -74,17 +74,3 @@ public struct DataRoot: Sendable {
         }.sorted()
     }
 }
-
-/// Timestamps as accountd writes them: ISO 8601 in UTC with milliseconds.
-enum Timestamp {
-    static func now() -> String { string(Date()) }
-
-    static func string(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-    }
-
-    /// A compact form for file names: `20261121T061000.123Z`.
-    static func compact(_ date: Date) -> String {
-        string(date).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
-    }
-}

@@ -240,7 +240,7 @@ final class SwitchService: Sendable {
         if board.isMigrating(account) {
             return AccountStatus(
                 account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
-                sizeBytes: FileSize.of(store.root.accountPath(account)))
+                sizeBytes: store.sizeOnDisk(account))
         }
         return try await pool.run { store.status(account) }
     }
@@ -250,7 +250,7 @@ final class SwitchService: Sendable {
         let (store, board) = (stores.current, board)
         return try await pool.run {
             store.root.accountNames().map { account in
-                let size = FileSize.of(store.root.accountPath(account))
+                let size = store.sizeOnDisk(account)
                 guard details else { return (account, size, nil) }
                 var status = store.status(account)
                 if board.isMigrating(account) { status.state = .migrating }
@@ -268,15 +268,5 @@ final class SwitchService: Sendable {
     func livenessRead() {
         _ = try? record.read()
         _ = daemonStatus()
-    }
-}
-
-/// File sizes including a WAL.
-enum FileSize {
-    static func of(_ path: String) -> Int64 {
-        func size(_ p: String) -> Int64 {
-            ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? Int64) ?? 0
-        }
-        return size(path) + size(path + "-wal")
     }
 }

@@ -44,13 +44,23 @@ public struct LineFramer: Sendable {
     /// Adds bytes that arrived, from memory: one copy, and no generic code to go through
     /// (this runs for every read of every connection).
     ///
-    /// Once a line was taken since the last read, the bytes not yet returned (an unfinished
-    /// line, usually none) and the new ones go into a new buffer, sized for both: the lines
-    /// handed out keep the old one, untouched, for as long as their reader holds them, and
-    /// nothing is copied twice.
+    /// Once a line was taken since the last read, the buffer starts over: the lines handed
+    /// out keep the old one, untouched, for as long as their reader holds them, and nothing
+    /// is copied twice. When every byte was taken (the usual case), the buffer is emptied
+    /// keeping its capacity: its memory is reused as it is when no line holds it any more
+    /// (the daemon copies each request line out), and a buffer of the same capacity is made
+    /// when lines still do (the client library's queued replies). Else the bytes not yet
+    /// returned (an unfinished line) and the new ones go into a new buffer, sized for both.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         let incoming = bytes.bindMemory(to: UInt8.self)
         guard consumed > 0 else { return buffer.append(contentsOf: incoming) }
+        if consumed == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            buffer.append(contentsOf: incoming)
+            scanned = 0
+            consumed = 0
+            return
+        }
         var next: [UInt8] = []
         next.reserveCapacity(buffer.count - consumed + incoming.count)
         next.append(contentsOf: buffer[consumed...])

@@ -11,14 +11,11 @@ extension Dispatcher {
     }
 
     func list(details: Bool, writer: ReplyWriter) async throws {
-        let accounts = try await services.switching.list(details: details)
-        for (account, size, status) in accounts {
-            let entry = ListEntry(
-                account: account.rawValue, sizeBytes: size,
-                details: status.map { ListEntry.Details(version: $0.version, state: $0.state.rawValue) })
+        let entries = try await services.switching.list(details: details)
+        for entry in entries {
             try await writer.send(Reply(entry, continues: true))
         }
-        try await writer.send(Reply(ListSummary(count: accounts.count)))
+        try await writer.send(Reply(ListSummary(count: entries.count)))
     }
 
     func switchAccount(_ account: AccountName, create: Bool, more: Bool, writer: ReplyWriter) async throws {
@@ -47,7 +44,7 @@ extension Dispatcher {
         let switching = services.switching
         let accounts: [AccountName] =
             switch target {
-            case .all: try await switching.list(details: false).map(\.0)
+            case .all: try await switching.accountNames()
             case .accounts(let names): names
             }
         try await writer.flush()

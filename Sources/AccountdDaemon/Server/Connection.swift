@@ -172,6 +172,29 @@ final class Connection: ChannelDuplexHandler {
         case .admitted(let admitted): call = admitted
         }
         let oneway = call.oneway
+        switch dispatcher.start(call, committed: whenCommitted(call, context)) {
+        case .answered(let reply):
+            if !oneway { append(reply) }
+        case .committing:
+            machine.requestStarted()
+        case .task:
+            machine.requestStarted()
+            startTask(call, context)
+        case .watch:
+            // A oneway Watch would stream to nobody.
+            if !oneway { startWatch(context) }
+        }
+    }
+
+    /// What a group commit calls when it committed `call`, or failed: it brings the end back
+    /// to this event loop. Only a Set or Delete can be handed to a group commit, so only
+    /// theirs is made; the other requests, answered at once, cost no closure.
+    private func whenCommitted(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) -> @Sendable (Dispatcher.Committed) -> Void {
+        switch call.command {
+        case .set, .delete: break
+        default: return { _ in }
+        }
+        let oneway = call.oneway
         let loop = context.eventLoop
         let committed = NIOLoopBound(
             { [self] (end: Dispatcher.Committed) in
@@ -184,18 +207,7 @@ final class Connection: ChannelDuplexHandler {
                     startTask(retry, context)
                 }
             }, eventLoop: loop)
-        switch dispatcher.start(call, committed: { end in loop.execute { committed.value(end) } }) {
-        case .answered(let reply):
-            if !oneway { append(reply) }
-        case .committing:
-            machine.requestStarted()
-        case .task:
-            machine.requestStarted()
-            startTask(call, context)
-        case .watch:
-            // A oneway Watch would stream to nobody.
-            if !oneway { startWatch(context) }
-        }
+        return { end in loop.execute { committed.value(end) } }
     }
 
     /// The reply to a request that is refused; nil for a blank line, which is no request,

@@ -245,16 +245,25 @@ final class SwitchService: Sendable {
         return try await pool.run { store.status(account) }
     }
 
-    /// Every account with its size, and with `details` its version and state.
-    func list(details: Bool) async throws -> [(AccountName, Int64, AccountStatus?)] {
+    /// Every account's name, in order.
+    func accountNames() async throws -> [AccountName] {
+        let store = stores.current
+        return try await pool.run { store.root.accountNames() }
+    }
+
+    /// Every account with its size, and with `details` its version and state, as `List`
+    /// replies them: only those fields are kept, so that listing a fleet of 100,000 accounts
+    /// holds a few megabytes for a moment, not a full status of each.
+    func list(details: Bool) async throws -> [ListEntry] {
         let (store, board) = (stores.current, board)
         return try await pool.run {
             store.root.accountNames().map { account in
                 let size = store.sizeOnDisk(account)
-                guard details else { return (account, size, nil) }
+                guard details else { return ListEntry(account: account.rawValue, sizeBytes: size) }
                 var status = store.status(account)
                 if board.isMigrating(account) { status.state = .migrating }
-                return (account, size, status)
+                return ListEntry(
+                    account: account.rawValue, sizeBytes: size, details: ListEntry.Details(version: status.version, state: status.state.rawValue))
             }
         }
     }

@@ -258,12 +258,13 @@ final class SwitchService: Sendable {
         let (store, board) = (stores.current, board)
         return try await pool.run {
             store.root.accountNames().map { account in
-                let size = store.sizeOnDisk(account)
-                guard details else { return ListEntry(account: account.rawValue, sizeBytes: size) }
+                guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
+                // The status has read the size already.
                 var status = store.status(account)
                 if board.isMigrating(account) { status.state = .migrating }
                 return ListEntry(
-                    account: account.rawValue, sizeBytes: size, details: ListEntry.Details(version: status.version, state: status.state.rawValue))
+                    account: account.rawValue, sizeBytes: status.sizeBytes,
+                    details: ListEntry.Details(version: status.version, state: status.state.rawValue))
             }
         }
     }

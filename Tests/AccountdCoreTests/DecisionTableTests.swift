@@ -113,6 +113,60 @@ import Testing
         #expect(try version(snapshot.path) == 1)
         #expect(new.listSnapshots(alice).map(\.name) == [snapshot.name])
         #expect(Files.mode(snapshot.path) == 0o600)
+        // One self-contained file with the old rows: a rollback-journal file, nothing beside it.
+        let copy = try DatabaseQueue(path: snapshot.path, configuration: Self.readOnly)
+        #expect(try copy.read { try String.fetchAll($0, sql: "SELECT user_name FROM user_info ORDER BY user_id") } == ["Ann", "Bo"])
+        #expect(try copy.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "delete")
+        try copy.close()
+        #expect(!FileManager.default.fileExists(atPath: snapshot.path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+    }
+
+    static var readOnly: Configuration {
+        var config = Configuration()
+        config.readonly = true
+        return config
+    }
+
+    /// A file whose WAL holds commits another connection has not checkpointed: the snapshot is
+    /// taken page by page through that WAL, and the migration keeps the rows only the WAL had.
+    @Test func olderFileWithCommitsInItsWALIsSnapshottedWithThem() throws {
+        let dir = TestDirectory()
+        let alice = try AccountName("alice")
+        let old = try store(dir, version: 1)
+        _ = try old.open(alice)
+        let path = old.root.accountPath(alice)
+        let other = try DatabaseQueue(path: path)
+        try other.write { db in try db.execute(sql: "INSERT INTO user_info VALUES (1, 'only in the WAL')") }
+        #expect((try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0) > 0)
+        let outcome = try store(dir, version: 3).open(alice)
+        try other.close()
+        #expect(outcome.action == .migrated)
+        let snapshot = try #require(outcome.snapshot)
+        let copy = try DatabaseQueue(path: snapshot.path, configuration: Self.readOnly)
+        #expect(try copy.read { try String.fetchAll($0, sql: "SELECT user_name FROM user_info") } == ["only in the WAL"])
+        #expect(try copy.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 1)
+        try copy.close()
+        #expect(try version(path) == 3)
+        #expect(try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT user_name FROM user_info") } == ["only in the WAL"])
+    }
+
+    /// An older file refused by the checks keeps every byte, though a file the store may migrate
+    /// is inspected on a writable connection: no snapshot, no `-wal` or `-shm` left beside it.
+    @Test func olderFileRenamedToAnotherAccountIsRefusedUntouched() throws {
+        let dir = TestDirectory()
+        let old = try store(dir, version: 1)
+        _ = try old.open(try AccountName("alice"))
+        let bob = try AccountName("bob")
+        let path = old.root.accountPath(bob)
+        try FileManager.default.moveItem(atPath: old.root.accountPath(try AccountName("alice")), toPath: path)
+        let new = try store(dir, version: 3)
+        try expectCorrupt(new, bob, mentioning: "belongs to account \"alice\"")
+        #expect(try version(path) == 1)
+        #expect(new.listSnapshots(bob).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
     }
 
     @Test func newerCompatibleFileIsOpenedUnchanged() throws {

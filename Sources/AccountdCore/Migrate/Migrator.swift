@@ -21,19 +21,21 @@ struct Migrator {
 
     /// Migrates the file from `fromVersion` to the bundle's target.
     ///
+    /// - Parameter writer: a writable connection to the file, with foreign keys off and no
+    ///   transaction open; nil opens one, and closes it after.
     /// - Returns: the wall time of the transaction, in milliseconds.
     /// - Throws: ``AccountdError`` of kind `migrationFailed` naming the file, line and
     ///   versions; `accountBusy` when the file changed version while waiting for its lock.
-    func migrate(from fromVersion: Int, progress: ProgressHandler?) throws -> Double {
+    func migrate(on writer: DatabaseQueue?, from fromVersion: Int, progress: ProgressHandler?) throws -> Double {
         let target = bundle.targetVersion
         let pending = bundle.declarative == nil ? Array(bundle.migrations[fromVersion..<target]) : []
         let queue: DatabaseQueue
         do {
-            queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
+            queue = try writer ?? DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
         } catch {
             throw failure("cannot open \(path) for migration: \(ErrorText.of(error))", from: fromVersion)
         }
-        defer { try? queue.close() }
+        defer { if writer == nil { try? queue.close() } }
         let started = ContinuousClock.now
         do {
             try queue.writeWithoutTransaction { db in

@@ -17,10 +17,12 @@ public struct SnapshotInfo: Sendable, Hashable {
 
 /// Takes, lists, prunes and finds snapshots.
 ///
-/// A snapshot is copied page by page with SQLite's backup API, inside a read
-/// transaction of the account's connection (a transactionally consistent copy), into a
-/// temporary name, fsynced, then renamed into place, so a listed snapshot is always
-/// complete. After each snapshot, ``retention`` decides which older ones go.
+/// A snapshot is copied inside a read transaction of the account's connection (a
+/// transactionally consistent copy) into a temporary name, fsynced, then renamed into
+/// place, so a listed snapshot is always complete. When the file's WAL is empty, the
+/// transaction reads the main file alone and no checkpoint can write into it while the
+/// transaction lasts, so the kernel copies the file whole; otherwise SQLite's backup API
+/// copies it page by page. After each snapshot, ``retention`` decides which older ones go.
 struct SnapshotStore: Sendable {
     var root: DataRoot
     /// Which snapshots are kept.
@@ -32,10 +34,13 @@ struct SnapshotStore: Sendable {
     ///   a restore is about to copy back).
     func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
         do {
+            // Opened before the connection and closed after it (see ReadOnlyFile).
+            let file = try ReadOnlyFile(source)
+            defer { file.close() }
             let queue = try DatabaseQueue(
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
             defer { try? queue.close() }
-            return try queue.read { db in try take(account, reading: db, reason: reason, protecting: protecting) }
+            return try queue.read { db in try take(account, reading: db, file: file, reason: reason, protecting: protecting) }
         } catch {
             throw Self.failed(account, error, file: source)
         }
@@ -45,8 +50,12 @@ struct SnapshotStore: Sendable {
     /// snapshot, then applies retention. Inside a transaction of `source`, the copy is of
     /// what that transaction sees.
     ///
-    /// - Parameter protecting: snapshots retention must leave in place this time.
-    func take(_ account: AccountName, reading source: Database, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
+    /// - Parameters:
+    ///   - file: the account's file, opened before `source` (see ``ReadOnlyFile``).
+    ///   - protecting: snapshots retention must leave in place this time.
+    func take(
+        _ account: AccountName, reading source: Database, file: ReadOnlyFile, reason: String, protecting: Set<String> = []
+    ) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         // A folder made now holds nothing to clear away or to prune.
         let first = try FileSystem.ensureDirectory(folder)
@@ -58,24 +67,17 @@ struct SnapshotStore: Sendable {
             name = Self.uniqueName("\(Timestamp.compact(now))-v\(version)-\(reason)", in: folder)
             temp = folder + "/." + name + ".tmp"
             path = folder + "/" + name + ".sqlite"
-            try FileSystem.createExclusive(temp)
         } catch {
             throw Self.failed(account, error, file: root.accountPath(account))
         }
         do {
-            var config = Configuration()
-            config.label = "snapshot-copy"
-            // The copy is a new file that nothing else reads until it is renamed into place,
-            // and it is fsynced whole before that: a journal, or syncs while it is written,
-            // buy nothing.
-            config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA journal_mode = OFF")
-                try db.execute(sql: "PRAGMA synchronous = OFF")
+            // The transaction is open (it read user_version): with the WAL empty now, it reads
+            // the main file alone, and a checkpoint would need the read lock it holds.
+            if FileSystem.size(of: file.path + "-wal") == 0 {
+                try file.copy(to: temp) { try Self.markRollbackJournal($0, path: temp) }
+            } else {
+                try copyPages(source, to: temp)
             }
-            let copy = try DatabaseQueue(path: temp, configuration: config)
-            try copy.writeWithoutTransaction { db in try source.backup(to: db) }
-            try copy.close()
-            try Self.markRollbackJournalAndFlush(temp)
             try FileSystem.durableRename(temp, to: path)
         } catch {
             try? FileSystem.removeIfPresent(temp)
@@ -86,31 +88,54 @@ struct SnapshotStore: Sendable {
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
+    /// Copies the database `source` sees into a new file at `temp` with SQLite's backup API,
+    /// then marks it a rollback-journal file and flushes it.
+    private func copyPages(_ source: Database, to temp: String) throws {
+        try FileSystem.createExclusive(temp)
+        var config = Configuration()
+            config.label = "snapshot-copy"
+            // The copy is a new file that nothing else reads until it is renamed into place,
+            // and it is fsynced whole before that: a journal, or syncs while it is written,
+            // buy nothing.
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA journal_mode = OFF")
+                try db.execute(sql: "PRAGMA synchronous = OFF")
+            }
+        let copy = try DatabaseQueue(path: temp, configuration: config)
+        try copy.writeWithoutTransaction { db in try source.backup(to: db) }
+        try copy.close()
+        let fd = open(temp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AccountdError.storage("opening", path: temp, errno: errno) }
+        defer { close(fd) }
+        try Self.markRollbackJournal(fd, path: temp)
+        guard fsync(fd) == 0 else { throw AccountdError.storage("fsync of", path: temp, errno: errno) }
+    }
+
     /// A snapshot that could not be taken: `error`, as `storage`, or itself when it is an ``AccountdError``.
     private static func failed(_ account: AccountName, _ error: any Error, file: String) -> AccountdError {
-        if let error = error as? AccountdError { return error }
+        if var error = error as? AccountdError {
+            if error.kind == .storage {
+                error.message = "taking a snapshot of account \(account) failed: \(error.message); the account was not changed"
+            }
+            return error
+        }
         return AccountdError(
             .storage, "taking a snapshot of account \(account) failed: \(ErrorText.of(error)); the account was not changed",
             account: account.rawValue, file: file)
     }
 
-    /// Marks the closed database file at `path` as a rollback-journal file, not a WAL one,
-    /// then flushes the file to stable storage.
+    /// Marks the copy open at `fd` as a rollback-journal file, not a WAL one.
     ///
-    /// The backup API copies page 1 as it is, so the copy of a WAL-mode account says "WAL" in
-    /// its header (bytes 18 and 19, the file format's write and read versions: 2). A snapshot
-    /// is one self-contained file: opened read-only as WAL, SQLite would leave `-wal` and `-shm`
-    /// beside it. Versions 1 and 1 are a rollback-journal file, as `PRAGMA journal_mode = DELETE`
-    /// would have left it; nothing else in the file depends on them.
-    private static func markRollbackJournalAndFlush(_ path: String) throws {
-        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
-        defer { close(fd) }
+    /// A copy of a WAL-mode account says "WAL" in its header (bytes 18 and 19, the file
+    /// format's write and read versions: 2). A snapshot is one self-contained file: opened
+    /// read-only as WAL, SQLite would leave `-wal` and `-shm` beside it. Versions 1 and 1 are
+    /// a rollback-journal file, as `PRAGMA journal_mode = DELETE` would have left it; nothing
+    /// else in the file depends on them.
+    private static func markRollbackJournal(_ fd: Int32, path: String) throws {
         let versions: [UInt8] = [1, 1]
         guard versions.withUnsafeBytes({ pwrite(fd, $0.baseAddress, 2, 18) }) == 2 else {
             throw AccountdError.storage("writing the header of", path: path, errno: errno)
         }
-        guard fsync(fd) == 0 else { throw AccountdError.storage("fsync of", path: path, errno: errno) }
     }
 
     /// Copies a file that SQLite cannot read (a corrupt account) byte for byte, with its WAL, into a snapshot.
@@ -121,9 +146,9 @@ struct SnapshotStore: Sendable {
         let name = Self.uniqueName("\(Timestamp.compact(now))-v0-\(reason)", in: folder)
         let path = folder + "/" + name + ".sqlite"
         let temp = folder + "/." + name + ".tmp"
-        try FileSystem.copyFile(source, to: temp)
+        try ReadOnlyFile(source).copy(to: temp)
         if FileSystem.exists(source + "-wal") {
-            try FileSystem.copyFile(source + "-wal", to: path + "-wal")
+            try ReadOnlyFile(source + "-wal").copy(to: path + "-wal")
         }
         try FileSystem.durableRename(temp, to: path)
         try prune(account, now: now, protected: protecting.union([name]))
@@ -202,11 +227,9 @@ struct SnapshotStore: Sendable {
         return name
     }
 
-    /// `user_version` from a SQLite file header (bytes 60-63, big-endian).
+    /// `user_version` from a SQLite file's header; 0 for a file that has none.
     static func version(of path: String) throws -> Int {
-        let header = try FileSystem.prefix(of: path, count: 100)
-        guard header.count == 100 else { return 0 }
-        return Int(Int32(bitPattern: UInt32(header[60]) << 24 | UInt32(header[61]) << 16 | UInt32(header[62]) << 8 | UInt32(header[63])))
+        SQLiteHeader(try ReadOnlyFile(path).prefix(count: SQLiteHeader.size))?.userVersion ?? 0
     }
 
     /// When the snapshot called `name` was taken, from the timestamp its name begins with;

@@ -11,9 +11,10 @@ struct AccountFacts: Sendable {
 
 /// Reads an account file without changing a byte of it.
 ///
-/// The file is opened read-only, so a refused file (foreign, corrupt, bound to
-/// another account) is left exactly as it was: no checkpoint, no recovery, no
-/// schema change.
+/// A refused file (foreign, corrupt, bound to another account, too new) is left exactly as
+/// it was: no checkpoint, no recovery, no schema change. The file is read on a read-only
+/// connection, except where ``inspect(path:account:deep:usable:writableBelow:then:afterwards:)``
+/// may go on to migrate it and a writable connection provably writes nothing to it first.
 enum AccountInspector {
     /// The checks that decide whether a file is a sound account file for `account`.
     ///
@@ -25,17 +26,31 @@ enum AccountInspector {
     static func inspect(
         path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }
     ) throws -> AccountFacts {
-        try inspect(path: path, account: account, deep: deep, usable: usable) { _, _ in () }.facts
+        let none: (Database, AccountFacts, ReadOnlyFile) -> Void? = { _, _, _ in nil }
+        return try inspect(
+            path: path, account: account, deep: deep, usable: usable, writableBelow: .min, then: none, afterwards: { _, _, _ in () }
+        ).facts
     }
 
-    /// ``inspect(path:account:deep:usable:)``, then `then` on the same read-only connection,
-    /// in the same read transaction, for a file the checks accepted and `usable` allows (nil
-    /// for another): what it reads is the file as inspected. The store takes the snapshot
-    /// before a migration this way, without opening the file a second time.
-    static func inspect<T>(
-        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true },
-        then: (Database, AccountFacts) throws -> T
-    ) throws -> (facts: AccountFacts, then: T?) {
+    /// ``inspect(path:account:deep:usable:)``, then more work on the same connection, for a
+    /// file the checks accepted and `usable` allows:
+    ///
+    /// - `then`, in the same read transaction, so that what it reads is the file as inspected.
+    ///   It also gets the descriptor the header was read from, open until after the
+    ///   connection closes. The store takes the snapshot before a migration here.
+    /// - `afterwards`, when `then` returned a value, after that transaction, with the
+    ///   connection if it is writable (nil if it is read-only). The store migrates here.
+    ///
+    /// The connection is writable when the file's header says it is below `writableBelow`, in
+    /// WAL mode, and there is neither a WAL with frames nor a rollback journal beside it. Until
+    /// a write transaction, SQLite then writes nothing to the main file, and closing the
+    /// connection has no frame to checkpoint: a file the checks refuse keeps every byte, as on
+    /// a read-only connection. One open of the file serves the checks, the snapshot and the
+    /// migration.
+    static func inspect<T, U>(
+        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }, writableBelow: Int,
+        then: (Database, AccountFacts, ReadOnlyFile) throws -> T?, afterwards: (DatabaseQueue?, AccountFacts, T) throws -> U
+    ) throws -> (facts: AccountFacts, result: U?) {
         switch FileSystem.entry(at: path) {
         case .missing:
             throw AccountdError(.accountNotFound, "account \(account) has no file at \(path)", account: account.rawValue, file: path)
@@ -47,10 +62,12 @@ enum AccountInspector {
             if size == 0 {
                 throw AccountdError.corrupt(account, path: path, "is empty (0 bytes), not an accountd account file")
             }
-            let header = try FileSystem.prefix(of: path, count: 100)
-            if header.count < 100 || !header.starts(with: Array("SQLite format 3\0".utf8)) {
-                throw AccountdError.corrupt(account, path: path, "is not a SQLite database (it lacks the SQLite file header)")
-            }
+        }
+        // Opened before the connection and closed after it (the defers run in reverse order).
+        let file = try ReadOnlyFile(path)
+        defer { file.close() }
+        guard let header = SQLiteHeader(try file.prefix(count: SQLiteHeader.size)) else {
+            throw AccountdError.corrupt(account, path: path, "is not a SQLite database (it lacks the SQLite file header)")
         }
         // Opening a WAL-mode file, even read-only, makes SQLite create -shm (and maybe -wal)
         // beside it. For a file that is then refused, those are removed again, so a refusal
@@ -64,17 +81,31 @@ enum AccountInspector {
                 }
             }
         }
-        do {
-            let queue = try DatabaseQueue(
-                path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "inspect"))
-            defer { try? queue.close() }
-            return try queue.read { db in
+        let writable =
+            header.userVersion < writableBelow && header.isWAL && FileSystem.size(of: path + "-wal") == 0
+            && !FileSystem.exists(path + "-journal")
+        let queue = try mappingErrors(account, path) {
+            try DatabaseQueue(
+                path: path,
+                configuration: Connections.configuration(foreignKeys: false, readonly: !writable, label: writable ? "migrate" : "inspect"))
+        }
+        defer { try? queue.close() }
+        let (found, within) = try mappingErrors(account, path) {
+            try queue.read { db in
                 let found = try Self.facts(db, path: path, account: account, deep: deep)
                 refused = !usable(found)
-                return (found, refused ? nil : try then(db, found))
+                return (found, refused ? nil : try then(db, found, file))
             }
-        } catch let error as AccountdError {
-            throw error
+        }
+        guard let within else { return (found, nil) }
+        return (found, try afterwards(writable ? queue : nil, found, within))
+    }
+
+    /// `body`, with SQLite's errors turned into the store's: locked → `accountBusy`, cannot
+    /// open → `storage`, anything else → `accountCorrupt`.
+    private static func mappingErrors<R>(_ account: AccountName, _ path: String, _ body: () throws -> R) throws -> R {
+        do {
+            return try body()
         } catch let error as DatabaseError {
             switch error.resultCode {
             case .SQLITE_BUSY, .SQLITE_LOCKED:
@@ -91,7 +122,7 @@ enum AccountInspector {
         }
     }
 
-    /// The checks, on an open read-only connection.
+    /// The checks, in a read transaction.
     static func facts(_ db: Database, path: String, account: AccountName, deep: Bool) throws -> AccountFacts {
         let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
         if applicationID != AccountRecords.applicationID {

@@ -60,7 +60,7 @@ extension AccountStore {
             let temp = root.stagingPath(account, .restoring)
             try FileSystem.removeWithCompanions(temp)
             do {
-                try FileSystem.copyFile(chosen.path, to: temp)
+                try ReadOnlyFile(chosen.path).copy(to: temp)
                 try Self.useWAL(temp)
                 if inPlace {
                     try Self.write(temp, into: path, account: account)

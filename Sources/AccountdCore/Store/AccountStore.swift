@@ -145,26 +145,23 @@ public final class AccountStore: Sendable {
 
         let stamp = FileStamp(path: path)
         let walStamp = FileStamp(path: path + "-wal")
-        // A file to migrate is copied into its snapshot on the connection that inspected it,
-        // in the same read transaction: one open of the file for both.
-        let snapshots = snapshots
-        func snapshotBeforeMigrating(_ db: Database?) throws -> (info: SnapshotInfo, milliseconds: Double) {
-            let started = ContinuousClock.now
-            let info =
-                try db.map { try snapshots.take(account, reading: $0, reason: "before-migrate") }
-                ?? snapshots.take(account, source: path, reason: "before-migrate")
-            return (info, (ContinuousClock.now - started).milliseconds)
-        }
         let facts: AccountFacts
-        var snapshot: (info: SnapshotInfo, milliseconds: Double)?
-        if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp {
+        var migrated: Migrated?
+        if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp,
+            cached.facts.version >= target
+        {
             facts = cached.facts
         } else {
             let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
-            let inspected = try AccountInspector.inspect(path: path, account: account, deep: deep, usable: isUsable) { db, facts in
-                facts.version < target ? try snapshotBeforeMigrating(db) : nil
+            let inspected = try AccountInspector.inspect(
+                path: path, account: account, deep: deep, usable: isUsable, writableBelow: target
+            ) { db, facts, file in
+                // The snapshot is copied on the connection that inspected the file, in the same read transaction.
+                facts.version < target ? try snapshotBeforeMigrating(account, reading: db, file: file) : nil
+            } afterwards: { writer, facts, snapshot in
+                try migrate(account, path: path, on: writer, from: facts.version, after: snapshot, progress: progress)
             }
-            (facts, snapshot) = (inspected.facts, inspected.then ?? nil)
+            (facts, migrated) = (inspected.facts, inspected.result)
         }
         // The daemon trusts its own writes: after this operation the file counts as checked.
         defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
@@ -181,18 +178,48 @@ public final class AccountStore: Sendable {
             remember()
             return outcome(.opened, version: target, edited: edited)
         case ..<target:
-            let (snapshot, snapshotMs) = try snapshot ?? snapshotBeforeMigrating(nil)
-            let migrationMs = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas)
-                .migrate(from: facts.version, progress: progress)
+            guard let migrated else {
+                // Not reached: a file below the target is never taken from the cache, and one that passed inspection was migrated.
+                throw AccountdError(
+                    .migrationFailed, "account \(account) at version \(facts.version) was not migrated to \(target); switch again",
+                    account: account.rawValue, file: path, fromVersion: facts.version, toVersion: target)
+            }
             try runOnOpen(account, path: path, after: .migrated(from: facts.version, to: target))
             return outcome(
-                .migrated, from: facts.version, version: target, snapshot: snapshot, edited: edited, migrationMs: migrationMs,
-                snapshotMs: snapshotMs)
+                .migrated, from: facts.version, version: target, snapshot: migrated.snapshot, edited: edited,
+                migrationMs: migrated.migrationMs, snapshotMs: migrated.snapshotMs)
         default:
             guard isUsable(facts) else { throw tooNew(account, facts) }
             remember()
             return outcome(.opened, version: facts.version, compatible: true, edited: edited)
         }
+    }
+
+    /// A migration's snapshot and timings.
+    private struct Migrated {
+        var snapshot: SnapshotInfo
+        var snapshotMs: Double
+        var migrationMs: Double
+    }
+
+    /// Takes the snapshot before a migration from `db`, a connection to the account's file in
+    /// a read transaction, with `file` opened before it.
+    private func snapshotBeforeMigrating(
+        _ account: AccountName, reading db: Database, file: ReadOnlyFile
+    ) throws -> (info: SnapshotInfo, milliseconds: Double) {
+        let started = ContinuousClock.now
+        let info = try snapshots.take(account, reading: db, file: file, reason: "before-migrate")
+        return (info, (ContinuousClock.now - started).milliseconds)
+    }
+
+    /// Migrates the file, whose snapshot was taken, on `writer` (nil: a connection of its own).
+    private func migrate(
+        _ account: AccountName, path: String, on writer: DatabaseQueue?, from version: Int,
+        after snapshot: (info: SnapshotInfo, milliseconds: Double), progress: ProgressHandler?
+    ) throws -> Migrated {
+        let milliseconds = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas)
+            .migrate(on: writer, from: version, progress: progress)
+        return Migrated(snapshot: snapshot.info, snapshotMs: snapshot.milliseconds, migrationMs: milliseconds)
     }
 
     /// What an operation did to the file before `on-open.sql` ran: what stays if the script fails.

@@ -177,46 +177,6 @@ enum FileSystem {
         try durableRename(temp, to: path)
     }
 
-    /// Copies a regular file byte for byte into a new 0600 file and fsyncs it.
-    static func copyFile(_ source: String, to destination: String) throws {
-        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard input >= 0 else { throw AccountdError.storage("opening", path: source, errno: errno) }
-        defer { close(input) }
-        let output = open(destination, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw AccountdError.storage("creating", path: destination, errno: errno) }
-        defer { close(output) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = read(input, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw AccountdError.storage("reading", path: source, errno: errno)
-            }
-            if count == 0 { break }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { write(output, $0.baseAddress! + offset, count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw AccountdError.storage("writing", path: destination, errno: errno)
-                }
-                offset += written
-            }
-        }
-        guard fsync(output) == 0 else { throw AccountdError.storage("fsync of", path: destination, errno: errno) }
-    }
-
-    /// The first `count` bytes of a file, or fewer if it is shorter.
-    static func prefix(of path: String, count: Int) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AccountdError.storage("opening", path: path, errno: errno) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: count)
-        let got = read(fd, &buffer, count)
-        guard got >= 0 else { throw AccountdError.storage("reading", path: path, errno: errno) }
-        return Array(buffer.prefix(got))
-    }
-
     /// The names in a folder, without `.` and `..`; empty when the folder is missing.
     static func contents(of path: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []

@@ -23,7 +23,7 @@ public enum Daemon {
         // Past a file-size limit (RLIMIT_FSIZE), a write should fail with EFBIG, which SQLite
         // reports as a disk I/O error and rolls back, instead of killing the daemon.
         signal(SIGXFSZ, SIG_IGN)
-        MallocArenas.bound()
+        Malloc.boundArenas()
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let poolThreads = BlockingPool.daemonThreadCount
         let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)

@@ -80,7 +80,14 @@ extension Dispatcher {
         }
         for account in pending { try await report(MigrateResult(account: account.rawValue, outcome: .skipped), now: false) }
         try await writer.send(Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results)))
+        if accounts.count >= Self.trimAfter {
+            try await writer.flush()
+            Malloc.trim()
+        }
     }
+
+    /// How many accounts a `Migrate` takes before the memory it freed is handed back to the system.
+    static let trimAfter = 1000
 
     /// Migrates one account for `Migrate`: its result, a failure included.
     private func migrateOne(_ account: AccountName, with switching: SwitchService) async -> MigrateResult {

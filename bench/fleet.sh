@@ -35,12 +35,22 @@ cp -a "$work/data/accounts" "$work/loop"
 sync
 printf 'made %d accounts at version 1 in %.1f s (and a copy for the loop)\n' "$ACCOUNTS" "$(since "$t0")"
 
-# Start-up: launch to the first answered Ping.
-t0=$(now)
-"$BIN/accountd" --config /dev/null --data-root "$work/data" --socket "$work/sock" --schema config/schema --log-level warning 2>"$work/log" &
-pid=$!
-until "$BIN/accountctl" --socket "$work/sock" ping >/dev/null 2>&1; do sleep 0.005; done
-startup=$(since "$t0")
+# Start-up: launch to the first answered Ping; the median of three launches, the first of
+# which also meets whatever the kernel still has to write back of the fleet just made.
+launch() {
+    "$BIN/accountd" --config /dev/null --data-root "$work/data" --socket "$work/sock" --schema config/schema --log-level warning 2>"$work/log" &
+    pid=$!
+    until "$BIN/accountctl" --socket "$work/sock" ping >/dev/null 2>&1; do sleep 0.005; done
+}
+launches=()
+for run in 1 2 3; do
+    t0=$(now)
+    launch
+    launches+=("$(since "$t0")")
+    [ "$run" = 3 ] || { kill "$pid"; wait "$pid" 2>/dev/null || true; }
+done
+startup=$(printf '%s\n' "${launches[@]}" | sort -n | sed -n 2p)
+echo "start-up, three launches: ${launches[*]} s"
 sleep 1
 idle=$(rss_mb "$pid")
 status=$("$work/loadgen" "$work/sock" 1 3 1 status | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p')

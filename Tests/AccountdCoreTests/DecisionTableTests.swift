@@ -20,6 +20,13 @@ import Testing
         return AccountStore(root: try DataRoot(dir.sub("root")), bundle: try SchemaBundle.load(from: bundle))
     }
 
+    /// A store at `version` that created `account`'s file, and that file's path.
+    func created(_ account: AccountName, _ dir: borrowing TestDirectory, version: Int) throws -> (AccountStore, String) {
+        let store = try store(dir, version: version)
+        _ = try store.open(account)
+        return (store, store.root.accountPath(account))
+    }
+
     func version(_ path: String) throws -> Int {
         try DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "PRAGMA user_version")! }
     }
@@ -134,9 +141,7 @@ import Testing
     @Test func olderFileWithCommitsInItsWALIsSnapshottedWithThem() throws {
         let dir = TestDirectory()
         let alice = try AccountName("alice")
-        let old = try store(dir, version: 1)
-        _ = try old.open(alice)
-        let path = old.root.accountPath(alice)
+        let (_, path) = try created(alice, dir, version: 1)
         let other = try DatabaseQueue(path: path)
         try other.write { db in try db.execute(sql: "INSERT INTO user_info VALUES (1, 'only in the WAL')") }
         #expect((try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0) > 0)
@@ -190,9 +195,7 @@ import Testing
     @Test func newerIncompatibleFileIsRefusedUntouched() throws {
         let dir = TestDirectory()
         let alice = try AccountName("alice")
-        let newer = try store(dir, version: 3)
-        _ = try newer.open(alice)
-        let path = newer.root.accountPath(alice)
+        let (_, path) = try created(alice, dir, version: 3)
         let before = try #require(Files.bytes(path))
         let older = try store(dir, version: 2)
         let error = #expect(throws: AccountdError.self) { try older.open(alice) }

@@ -93,14 +93,14 @@ struct SnapshotStore: Sendable {
     private func copyPages(_ source: Database, to temp: String) throws {
         try FileSystem.createExclusive(temp)
         var config = Configuration()
-            config.label = "snapshot-copy"
-            // The copy is a new file that nothing else reads until it is renamed into place,
-            // and it is fsynced whole before that: a journal, or syncs while it is written,
-            // buy nothing.
-            config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA journal_mode = OFF")
-                try db.execute(sql: "PRAGMA synchronous = OFF")
-            }
+        config.label = "snapshot-copy"
+        // The copy is a new file that nothing else reads until it is renamed into place,
+        // and it is fsynced whole before that: a journal, or syncs while it is written,
+        // buy nothing.
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = OFF")
+            try db.execute(sql: "PRAGMA synchronous = OFF")
+        }
         let copy = try DatabaseQueue(path: temp, configuration: config)
         try copy.writeWithoutTransaction { db in try source.backup(to: db) }
         try copy.close()

@@ -157,6 +157,23 @@ import Testing
         #expect(try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT user_name FROM user_info") } == ["only in the WAL"])
     }
 
+    /// An older file that another connection holds open (another process reading it, Litestream)
+    /// is migrated beside that connection, without waiting for it to close: the migration's
+    /// connection shares the file as WAL mode allows, and the other sees the new version.
+    @Test func olderFileOpenElsewhereIsMigratedBesideThatConnection() throws {
+        let dir = TestDirectory()
+        let alice = try AccountName("alice")
+        let (_, path) = try created(alice, dir, version: 1)
+        let other = try DatabaseQueue(path: path)
+        #expect(try other.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 1)
+        #expect(FileManager.default.fileExists(atPath: path + "-shm"))
+        let outcome = try store(dir, version: 3).open(alice)
+        #expect(outcome.action == .migrated)
+        #expect(try other.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 3)
+        try other.close()
+        #expect(try version(path) == 3)
+    }
+
     /// An older file refused by the checks keeps every byte, though a file the store may migrate
     /// is inspected on a writable connection: no snapshot, no `-wal` or `-shm` left beside it.
     @Test func olderFileRenamedToAnotherAccountIsRefusedUntouched() throws {

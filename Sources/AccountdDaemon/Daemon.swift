@@ -25,7 +25,7 @@ public enum Daemon {
         signal(SIGXFSZ, SIG_IGN)
         Malloc.boundArenas()
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
-        let poolThreads = BlockingPool.daemonThreadCount
+        let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
         let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)
             .ensure()
         if files.after.soft != files.before.soft {

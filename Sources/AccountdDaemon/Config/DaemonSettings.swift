@@ -35,8 +35,9 @@ public struct DaemonSettings: Sendable {
     public var snapshotMaxAgeDays: Int
     /// Run `quick_check` when an account is first opened (`accounts.checkIntegrityOnOpen`).
     public var checkIntegrityOnOpen: Bool
-    /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: twice the core
-    /// count, so that one account's flushes overlap another's work).
+    /// How many accounts `Migrate` works on at once (`accounts.migrateConcurrency`, default: four times
+    /// the core count, so that some accounts' flushes overlap the others' work). The blocking pool
+    /// has a thread more for each.
     public var migrateConcurrency: Int
     /// Admin peers by uid, besides root and the daemon's own uid (`admin.users`).
     public var adminUsers: [UInt32]

@@ -105,7 +105,7 @@ public struct SettingsLoader: Sendable {
             "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
             "accounts.snapshotMaxAgeDays": .init(.int(0), isSecret: false),
             "accounts.checkIntegrityOnOpen": .init(.bool(true), isSecret: false),
-            "accounts.migrateConcurrency": .init(.int(min(2 * ProcessInfo.processInfo.activeProcessorCount, 64)), isSecret: false),
+            "accounts.migrateConcurrency": .init(.int(min(4 * ProcessInfo.processInfo.activeProcessorCount, 64)), isSecret: false),
             "admin.users": .init(.stringArray([]), isSecret: false),
             "admin.groups": .init(.stringArray([]), isSecret: false),
             "preferences.groupCommit": .init(.bool(true), isSecret: false),

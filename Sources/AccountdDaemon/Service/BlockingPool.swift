@@ -7,8 +7,12 @@ final class BlockingPool: Sendable {
     private let pool: NIOThreadPool
 
     /// The daemon's pool size: four threads per core, at least eight, so that slow disk work
-    /// on a few accounts leaves threads for the rest.
-    static var daemonThreadCount: Int { max(8, ProcessInfo.processInfo.activeProcessorCount * 4) }
+    /// on a few accounts leaves threads for the rest; plus one for each account a `Migrate`
+    /// works on at once, so that a fleet migration never takes the threads that `Switch`,
+    /// `Status` and preference commits need.
+    static func daemonThreadCount(migrateConcurrency: Int) -> Int {
+        max(8, ProcessInfo.processInfo.activeProcessorCount * 4) + migrateConcurrency
+    }
 
     init(threads: Int) {
         pool = NIOThreadPool(numberOfThreads: threads)

@@ -5,7 +5,8 @@
 #   - Migrate {all} to version 3 through `accountctl migrate --all`, and RSS after it;
 #   - beside it, in the same run, the loop an operator would write by hand (bench/fleet.py:
 #     Python's sqlite3, one transaction per file, synchronous=FULL) on copies of the same
-#     files, and the ratio.
+#     files, and the ratio. Each side starts after a sync and a 61 s pause (below), so a
+#     run takes two minutes more than its measurements.
 #
 #   bash bench/fleet.sh [ACCOUNTS]      (default 1000; the large run is 100000)
 #

@@ -7,7 +7,7 @@ enum Malloc {
     ///
     /// glibc gives a thread that meets contention in malloc an arena of its own, up to eight
     /// per core, and keeps the memory freed in each arena for reuse there. The daemon's
-    /// blocking pool has four threads per core, and a fleet migration opens and closes an
+    /// blocking pool has four threads per core and more, and a fleet migration opens and closes an
     /// SQLite connection on each of them thousands of times: with the default, the resident
     /// size grew by 11 MB over 20,000 migrated accounts and by 33 MB over 100,000, while the
     /// memory in use stayed flat. With one arena per core it stays within about 6 MB of idle

@@ -60,9 +60,9 @@ listed=$("$BIN/accountctl" --socket "$work/sock" list | wc -l)
 list=$(since "$t0")
 printf 'start-up %.3f s | RSS idle %s MB | Status p50 %s ms (1 client) | List %.2f s (%s lines)\n' "$startup" "$idle" "$status" "$list" "$listed"
 
-# Each side starts on a quiet filesystem. ext4 without a journal (this machine's) will not
-# reuse an inode freed in the last 60 s (300 s while its inode table block is unwritten):
-# every file created scans past them. Making the fleet frees two inodes per account (the
+# Each side starts on a quiet filesystem. ext4 without a journal (this machine's) avoids
+# reusing an inode freed in the last 60 s (300 s while its inode table block is unwritten):
+# every file created checks the freed ones one by one. Making the fleet frees two inodes per account (the
 # -wal and -shm of each copy's one SQLite open), and migrating frees some too. Without the
 # pauses, accountd would pay for the making's deletions, and the loop for accountd's.
 quiet() { sync; sleep 61; }

@@ -45,9 +45,13 @@ let package = Package(
                 "AccountdProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "CSQLiteConfig",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+
+        // SQLite's process-wide settings (sqlite3_config), over the system libsqlite3.
+        .systemLibrary(name: "CSQLiteConfig"),
 
         // libsystemd, from Debian's libsystemd-dev.
         .systemLibrary(

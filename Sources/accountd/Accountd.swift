@@ -10,4 +10,10 @@ struct Accountd: AsyncParsableCommand {
         version: AccountdVersion.current,
         subcommands: [ServeCommand.self, MigrateCommand.self, PlanCommand.self, PullCommand.self],
         defaultSubcommand: ServeCommand.self)
+
+    /// Sets SQLite's process-wide settings before any command opens a connection, then parses and runs.
+    static func main() async {
+        SQLiteProcess.configure()
+        await main(nil)
+    }
 }

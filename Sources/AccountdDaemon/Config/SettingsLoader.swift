@@ -198,7 +198,7 @@ public struct SettingsLoader: Sendable {
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
             socketPath: socketPath,
-            varlinkSocketPath: try absolute(varlinkPath),
+            varlinkSocketPath: absolute(varlinkPath),
             socketMode: mode,
             schemaDirectory: try absolute(string("schema.dir")),
             logLevel: level,

@@ -80,7 +80,9 @@ struct SocketServer: Service {
                 throw SocketError(message: "cannot listen on \(path): its folder \(folder) does not exist; create it, or choose another \(flag)")
             }
             try Self.refuseLiveSocket(at: path, flag: flag)
-            let previous = umask(0o117)
+            // The socket is made with its mode already: a client may connect between the bind
+            // and the chmod below, and must meet the configured mode then too.
+            let previous = umask(~mode_t(mode) & 0o777)
             defer { umask(previous) }
             server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
             guard chmod(path, mode_t(mode)) == 0 else {

@@ -265,14 +265,14 @@ redis-server --port 0 --unixsocket "$work/redis-aof.sock" --save '' --appendonly
 pids+=($!)
 for _ in $(seq 100); do [ -S "$work/redis-aof.sock" ] && break; sleep 0.05; done
 aof_set() { LOADGEN_CRLF=1 "$work/loadgen" "$work/redis-aof.sock" 32 "$SECONDS_PER_RUN" 1 'SET theme dark' | field rps; }
+ours_set() { extra=""; sets "$1" "durable-$1-$2" 'set user theme "dark"' | field rps; }  # ours_set BUILD PAIR
 for b in "${builds[@]}"; do
     ratios="" ours_runs="" aof_runs=""
     for i in $(seq "$REPEATS"); do
-        extra=""
         if [ $((i % 2)) -eq 1 ]; then
-            ours=$(sets "$b" "durable-$b-$i" 'set user theme "dark"' | field rps); aof=$(aof_set)
+            ours=$(ours_set "$b" "$i"); aof=$(aof_set)
         else
-            aof=$(aof_set); ours=$(sets "$b" "durable-$b-$i" 'set user theme "dark"' | field rps)
+            aof=$(aof_set); ours=$(ours_set "$b" "$i")
         fi
         ours_runs+="$ours "; aof_runs+="$aof "
         ratios+="$(echo "$ours / $aof" | bc -l)"$'\n'

@@ -10,9 +10,9 @@ public enum SQLiteProcess {
     /// in flight), and they queue on that mutex: with the statistics off, `Migrate {all}` takes
     /// 10–15% less time and CPU (docs/PERFORMANCE.md). accountd reads none of the statistics.
     ///
-    /// - Returns: false when SQLite was already initialised, and the setting could not change.
-    @discardableResult
-    public static func configure() -> Bool {
-        accountd_sqlite3_disable_memstatus() == 0
+    /// Once SQLite is initialised (a connection was opened) the setting can no longer change,
+    /// and this does nothing: call it first.
+    public static func configure() {
+        _ = accountd_sqlite3_disable_memstatus()
     }
 }

@@ -91,4 +91,53 @@ import Testing
         #expect(completions.current == (committed: 10, closed: 0, failed: 0))
         #expect(try Self.rows(path) == 10)
     }
+
+    /// One batch that sets, overwrites and deletes the same keys in turn: the file holds
+    /// each key's last state, and each writer gets the answer of its own change in
+    /// arrival order (a delete: whether the key existed just before it).
+    @Test func aBatchWritesEachKeysLastStateAndAnswersEachChangeInOrder() async throws {
+        let dir = TestDirectory()
+        let path = dir.sub("device.sqlite")
+        let first = try PreferenceDatabase(path: path, table: "prefs", create: true)
+        _ = try await first.apply(.set(namespace: "ui", key: "kept", value: .string("old")))
+        _ = try await first.apply(.set(namespace: "ui", key: "gone", value: .int(1)))
+        first.close()
+
+        // A runner that drops the drain: close() then commits everything queued as one batch.
+        let database = try PreferenceDatabase(path: path, table: "prefs", create: true, run: { _ in })
+        let changes: [PreferenceDatabase.Change] = [
+            .set(namespace: "ui", key: "kept", value: .string("new")),
+            .set(namespace: "ui", key: "kept", value: .string("newer \"quoted\" é")),
+            .delete(namespace: "ui", key: "gone"),
+            .delete(namespace: "ui", key: "gone"),
+            .delete(namespace: "ui", key: "never"),
+            .set(namespace: "ui", key: "brief", value: .bool(true)),
+            .delete(namespace: "ui", key: "brief"),
+            .delete(namespace: "other", key: "back"),
+            .set(namespace: "other", key: "back", value: .object([("a", .array([.double(1.5), .null]))])),
+        ]
+        let answers = Mutex([Int: Bool]())
+        for (index, change) in changes.enumerated() {
+            database.apply(change) { result in answers.withLock { $0[index] = try? result.get() } }
+        }
+        database.close()
+        #expect(database.transactions == 1)
+        #expect(answers.withLock { $0 } == [0: true, 1: true, 2: true, 3: false, 4: false, 5: true, 6: true, 7: false, 8: true])
+
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        let rows = try await queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM prefs ORDER BY namespace, key").map {
+                [$0["namespace"], $0["key"], $0["value"]] as [String]
+            }
+        }
+        #expect(rows == [["other", "back", #"{"a":[1.5,null]}"#], ["ui", "kept", #""newer \"quoted\" é""#]])
+
+        // Opened again, the table reads what the batch left.
+        let reopened = try PreferenceDatabase(path: path, table: "prefs", create: true)
+        #expect(reopened.get("ui", "kept") == .string("newer \"quoted\" é"))
+        #expect(reopened.get("ui", "gone") == nil && reopened.get("ui", "brief") == nil)
+        #expect(reopened.keys("other") == ["back"])
+        reopened.close()
+    }
 }

@@ -82,6 +82,9 @@ public final class PreferenceDatabase: Sendable {
     /// The file this table lives in.
     public let path: String
     private let table: String
+    /// The statements that write a batch (``PreferenceBatch``).
+    private let upsertSQL: String
+    private let deleteSQL: String
     /// The connection that writes: opened at once with `create`, else by the first write.
     /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
@@ -110,6 +113,8 @@ public final class PreferenceDatabase: Sendable {
     ) throws {
         self.path = path
         self.table = table
+        upsertSQL = PreferenceBatch.upsertSQL(table)
+        deleteSQL = PreferenceBatch.deleteSQL(table)
         self.groupCommit = groupCommit
         self.run = run
         self.observer = observer
@@ -300,22 +305,19 @@ public final class PreferenceDatabase: Sendable {
     }
 
     /// Commits `batch` and answers its writers; false when the commit failed.
+    ///
+    /// The batch is written as its net effect (``PreferenceBatch``): two statements at
+    /// most, however many writers it holds.
     private func commit(_ batch: [Pending]) -> Bool {
-        let now = Timestamp.now()
-        var existed: [Bool] = []
+        let net = state.withLock { PreferenceBatch(batch.lazy.map(\.change), current: $0.values) }
         do {
+            let (upserts, deletes) = (net.upserts, net.deletes)
             try writer().write { db in
-                existed = []
-                for pending in batch {
-                    switch pending.change {
-                    case .set(let namespace, let key, let value):
-                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(table)(namespace, key, value, updated_at) VALUES (?, ?, ?, ?)")
-                            .execute(arguments: [namespace, key, value.serialized(), now])
-                        existed.append(true)
-                    case .delete(let namespace, let key):
-                        try db.cachedStatement(sql: "DELETE FROM \(table) WHERE namespace = ? AND key = ?").execute(arguments: [namespace, key])
-                        existed.append(db.changesCount > 0)
-                    }
+                if let upserts {
+                    try db.cachedStatement(sql: upsertSQL).execute(arguments: [upserts, Timestamp.now()])
+                }
+                if let deletes {
+                    try db.cachedStatement(sql: deleteSQL).execute(arguments: [deletes])
                 }
             }
         } catch {
@@ -324,15 +326,8 @@ public final class PreferenceDatabase: Sendable {
             for pending in batch { pending.done(.failure(failure)) }
             return false
         }
-        state.withLock { state in
-            for pending in batch {
-                switch pending.change {
-                case .set(let namespace, let key, let value): state.values[namespace, default: [:]][key] = value
-                case .delete(let namespace, let key): state.values[namespace]?[key] = nil
-                }
-            }
-        }
-        for (pending, flag) in zip(batch, existed) { pending.done(.success(flag)) }
+        state.withLock { net.apply(to: &$0.values) }
+        for (pending, existed) in zip(batch, net.answers) { pending.done(.success(existed)) }
         return true
     }
 

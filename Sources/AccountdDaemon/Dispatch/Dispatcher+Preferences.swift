@@ -44,22 +44,24 @@ extension Dispatcher {
             return .answered(try changed(place, change, existed: services.preferences.memory.apply(change)))
         }
         guard let table = try tableAtOnce(place) else { return .task }
-        let dispatcher = self
-        table.apply(change) { result in
-            let reply: Reply
-            do {
-                reply = try dispatcher.changed(place, change, existed: result.get())
-            } catch is PreferenceDatabase.Closed where place.account != nil {
-                // The retry is for this account, even if another is active by then.
-                committed(.retry(Call(command: call.command.naming(place.account), more: call.more, received: call.received, oneway: call.oneway)))
-                return
-            } catch {
-                reply = dispatcher.reply(for: error, method: call.command.method)
-            }
-            dispatcher.services.metrics.request(call.command.method, error: reply.error, since: call.received)
-            committed(.answered(reply))
-        }
+        table.apply(change) { result in committed(Committed(place: place, change: change, result: result)) }
         return .committing
+    }
+
+    /// Ends a call that ``changeAtOnce(_:committed:)`` handed to a group commit, on the
+    /// connection's event loop: tells watchers, counts the request and makes its reply.
+    func end(_ call: Call, _ committed: Committed) -> Ending {
+        let reply: Reply
+        do {
+            reply = try changed(committed.place, committed.change, existed: committed.result.get())
+        } catch is PreferenceDatabase.Closed where committed.place.account != nil {
+            // The retry is for this account, even if another is active by then.
+            return .retry(Call(command: call.command.naming(committed.place.account), more: call.more, received: call.received, oneway: call.oneway))
+        } catch {
+            reply = self.reply(for: error, method: call.command.method)
+        }
+        services.metrics.request(call.command.method, error: reply.error, since: call.received)
+        return .answered(reply)
     }
 
     /// Set or Delete, opening the account's table when needed.

@@ -57,8 +57,20 @@ struct Dispatcher: Sendable {
         case watch
     }
 
-    /// How a change handed to a group commit ended.
-    enum Committed: Sendable {
+    /// A change handed to a group commit, as its table ended it: made on the committing
+    /// thread, which does nothing else for it. The connection carries it to its event loop
+    /// and ends the call there with ``end(_:_:)``: the reply, the event and the count are
+    /// made on the event loops, beside the other requests, not one after another on the
+    /// thread that the next commit waits for.
+    struct Committed: Sendable {
+        let place: PreferencePlace
+        let change: PreferenceDatabase.Change
+        /// For a delete, whether the key existed; or why the change was not kept.
+        let result: Result<Bool, any Error>
+    }
+
+    /// How a call handed to a group commit ends (``end(_:_:)``).
+    enum Ending {
         /// Committed, or failed: the reply.
         case answered(Reply)
         /// A switch or restore closed the account's table first: run this call (naming the
@@ -111,9 +123,9 @@ struct Dispatcher: Sendable {
     /// Starts an admitted call without waiting for anything.
     ///
     /// `committed` is called on the committing thread once a change handed to its group
-    /// commit is durably committed or has failed (see ``Committed``).
+    /// commit is durably committed or has failed (see ``Committed``); it must return at once.
     func start(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
-        // A group commit's answer is counted where it is made (changeAtOnce).
+        // A group commit's answer is counted where it is made (end(_:_:)).
         let start = startUncounted(call, committed: committed)
         switch start {
         case .answered(let reply): services.metrics.request(call.command.method, error: reply.error, since: call.received)

@@ -187,27 +187,27 @@ final class Connection: ChannelDuplexHandler {
     }
 
     /// What a group commit calls when it committed `call`, or failed: it brings the end back
-    /// to this event loop. Only a Set or Delete can be handed to a group commit, so only
-    /// theirs is made; the other requests, answered at once, cost no closure.
+    /// to this event loop, where the dispatcher makes the reply. Only a Set or Delete can be
+    /// handed to a group commit, so only theirs is made; the other requests, answered at
+    /// once, cost no closure.
     private func whenCommitted(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) -> @Sendable (Dispatcher.Committed) -> Void {
         switch call.command {
         case .set, .delete: break
         default: return { _ in }
         }
-        let oneway = call.oneway
         let loop = context.eventLoop
-        let committed = NIOLoopBound(
-            { [self] (end: Dispatcher.Committed) in
-                switch end {
+        let end = NIOLoopBound(
+            { [self] (committed: Dispatcher.Committed) in
+                switch dispatcher.end(call, committed) {
                 case .answered(let reply):
-                    if !oneway { append(reply) }
+                    if !call.oneway { append(reply) }
                     finishRequest(context)
                 case .retry(let retry):
                     // A switch or restore closed the account's table: a task waits for it and retries.
                     startTask(retry, context)
                 }
             }, eventLoop: loop)
-        return { end in loop.execute { committed.value(end) } }
+        return { committed in loop.execute { end.value(committed) } }
     }
 
     /// The reply to a request that is refused; nil for a blank line, which is no request,

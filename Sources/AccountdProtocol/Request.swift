@@ -36,11 +36,12 @@ public struct Request: Sendable {
         guard let text = String(validatingUTF8Bytes: line) else {
             throw ProtocolError(.invalidRequest, "the request is not valid UTF-8")
         }
-        let trimmed = text.drop { $0 == " " || $0 == "\t" }
-        if trimmed.isEmpty { return nil }
-        if trimmed.first == "{" { return try decodeJSON(line) }
-        let request = try decodeInline(String(trimmed))
-        try request.validateParameterNames()
+        var words = InlineWords(text)
+        guard let first = words.next() else { return nil }
+        if first.utf8.first == UInt8(ascii: "{") { return try decodeJSON(line) }
+        let request = try decodeInline(first, then: &words)
+        // The inline form names its parameters from the tables in decodeInline.
+        assert((try? request.validateParameterNames()) != nil, "decodeInline named a parameter that \(request.method) does not take")
         return request
     }
 
@@ -100,22 +101,33 @@ public struct Request: Sendable {
         return request
     }
 
-    private static func decodeInline(_ text: String) throws(ProtocolError) -> Request {
-        // Split on the bytes: the line is valid UTF-8 and the separators are ASCII.
-        let utf8 = text.utf8
-        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        var words = utf8.split(whereSeparator: isBlank).map { String(decoding: $0, as: UTF8.self) }
-        let word = words.removeFirst()
+    /// Decodes an inline request whose first word is `word`; `words` gives the rest of the line.
+    private static func decodeInline(_ word: String, then words: inout InlineWords) throws(ProtocolError) -> Request {
         guard let method = Method(inlineWord: word) else {
             throw ProtocolError(.methodNotFound, "no method '\(word.prefix(64))'; try info, status, list, switch ACCOUNT, export ACCOUNT [jsonl|sql|sqlite]", facts: [("method", .string(String(word.prefix(128))))])
         }
+        if method == .set {
+            // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
+            guard let namespace = words.next(), let key = words.next(), let text = words.rest() else {
+                throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
+            }
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(text)
+            } catch {
+                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(namespace) \(key) \"text\"")
+            }
+            return Request(method: method, parameters: Parameters([("namespace", .string(namespace)), ("key", .string(key)), ("value", value)]), more: true)
+        }
+        var rest: [String] = []
+        while let next = words.next() { rest.append(next) }
         var pairs: [(String, JSONValue)] = []
         func positional(_ names: [String]) throws(ProtocolError) {
-            guard words.count <= names.count else {
+            guard rest.count <= names.count else {
                 throw ProtocolError.invalidParameter(
                     names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
             }
-            for (name, value) in zip(names, words) { pairs.append((name, .string(value))) }
+            for (name, value) in zip(names, rest) { pairs.append((name, .string(value))) }
         }
         switch method {
         case .info, .ping, .watch, .metrics, .replication: try positional([])
@@ -126,44 +138,26 @@ public struct Request: Sendable {
         case .snapshot: try positional(["account", "label"])
         case .remove:
             // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
-            guard words.count <= 2, words.count < 2 || words[1].lowercased() == "purge" else {
+            guard rest.count <= 2, rest.count < 2 || rest[1].lowercased() == "purge" else {
                 throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
             }
-            if let account = words.first { pairs.append(("account", .string(account))) }
-            if words.count == 2 { pairs.append(("purge", .bool(true))) }
+            if let account = rest.first { pairs.append(("account", .string(account))) }
+            if rest.count == 2 { pairs.append(("purge", .bool(true))) }
         case .get, .delete: try positional(["namespace", "key", "account"])
         case .keys: try positional(["namespace", "account"])
         case .list:
-            for word in words {
+            for word in rest {
                 guard word.lowercased() == "details" else { throw .invalidParameter("details", "'list' takes only the word 'details'") }
                 pairs = [("details", .bool(true))]
             }
         case .migrate:
-            if words == ["--all"] {
+            if rest == ["--all"] {
                 pairs = [("all", .bool(true))]
             } else {
-                pairs = [("accounts", .array(words.map { .string($0) }))]
+                pairs = [("accounts", .array(rest.map { .string($0) }))]
             }
         case .set:
-            // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
-            var start = utf8.startIndex
-            for _ in 0..<3 {  // the method, the namespace and the key, each after its blanks
-                while start < utf8.endIndex, isBlank(utf8[start]) { utf8.formIndex(after: &start) }
-                while start < utf8.endIndex, !isBlank(utf8[start]) { utf8.formIndex(after: &start) }
-            }
-            while start < utf8.endIndex, isBlank(utf8[start]) { utf8.formIndex(after: &start) }
-            var end = utf8.endIndex
-            while end > start, isBlank(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
-            guard words.count >= 3, start < end else {
-                throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
-            }
-            let value: JSONValue
-            do {
-                value = try JSONParser.parse(utf8[start..<end])
-            } catch {
-                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(words[0]) \(words[1]) \"text\"")
-            }
-            pairs = [("namespace", .string(words[0])), ("key", .string(words[1])), ("value", value)]
+            preconditionFailure("decoded above")
         }
         return Request(method: method, parameters: Parameters(pairs), more: true)
     }
@@ -175,5 +169,42 @@ public struct Request: Sendable {
             let known = allowed.isEmpty ? "it takes none" : "it takes " + allowed.sorted().joined(separator: ", ")
             throw .invalidParameter(name, "\(method.rawValue) has no parameter '\(name.prefix(64))'; \(known)")
         }
+    }
+}
+
+/// The words of an inline request, separated by blanks (spaces and tabs), read one at a
+/// time, so that `set` can take the rest of the line as its value without splitting it.
+struct InlineWords {
+    private let text: String
+    private var position: String.Index
+
+    init(_ text: String) {
+        self.text = text
+        position = text.utf8.startIndex
+    }
+
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+
+    /// The next word, or nil at the end of the line.
+    mutating func next() -> String? {
+        let utf8 = text.utf8
+        while position < utf8.endIndex, Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
+        guard position < utf8.endIndex else { return nil }
+        let start = position
+        while position < utf8.endIndex, !Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
+        // The separators are ASCII, so the word's ends are character boundaries.
+        return String(text[start..<position])
+    }
+
+    /// The rest of the line after the words read, without the blanks around it; nil when
+    /// only blanks are left.
+    mutating func rest() -> Substring.UTF8View? {
+        let utf8 = text.utf8
+        while position < utf8.endIndex, Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
+        var end = utf8.endIndex
+        while end > position, Self.isBlank(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
+        guard position < end else { return nil }
+        defer { position = utf8.endIndex }
+        return text[position..<end].utf8
     }
 }

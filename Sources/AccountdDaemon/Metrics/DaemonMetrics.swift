@@ -173,13 +173,17 @@ final class DaemonMetrics: Sendable {
     // MARK: - Group commit
 
     /// The observer a preference table of `scope` (`device` or `account`) reports its commits to.
+    /// Its handles are made once, here: the observer runs on the committing thread, between
+    /// one commit and the next.
     func commitObserver(scope: String) -> PreferenceCommitObserver {
-        let factory = factory
+        let dimensions = [("scope", scope)]
+        let batchSize = CoreMetrics.Recorder(label: Name.commitBatchSize, dimensions: dimensions, aggregate: true, factory: factory)
+        let duration = CoreMetrics.Timer(label: Name.commitDuration, dimensions: dimensions, factory: factory)
+        let failures = CoreMetrics.Counter(label: Name.commitFailures, dimensions: dimensions, factory: factory)
         return { changes, took, failed in
-            CoreMetrics.Recorder(label: Name.commitBatchSize, dimensions: [("scope", scope)], aggregate: true, factory: factory).record(changes)
-            CoreMetrics.Timer(label: Name.commitDuration, dimensions: [("scope", scope)], factory: factory)
-                .recordNanoseconds(Self.nanoseconds(took))
-            if failed { CoreMetrics.Counter(label: Name.commitFailures, dimensions: [("scope", scope)], factory: factory).increment() }
+            batchSize.record(changes)
+            duration.recordNanoseconds(Self.nanoseconds(took))
+            if failed { failures.increment() }
         }
     }
 

@@ -102,14 +102,23 @@ import Testing
         }
     }
 
-    @Test func theIdleTimerClosesAnIdleConnection() async throws {
+    /// The idle timeout counts from the last read or write: activity keeps the connection
+    /// open past it, and a whole timeout without any closes it.
+    @Test func theIdleTimerClosesAConnectionOnlyAfterAWholeTimeoutWithoutActivity() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path) { daemon in
-            let pipe = try PipelineUnderTest(daemon)
+            let pipe = try PipelineUnderTest(daemon, idleTimeout: .seconds(10))
+            let loop = pipe.channel.embeddedEventLoop
+            loop.advanceTime(by: .seconds(6))
             try pipe.send(Self.ping)
-            pipe.channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.all)
-            pipe.channel.embeddedEventLoop.run()
-            #expect(!pipe.channel.isActive)
+            #expect(try pipe.replies().count == 1)
+            loop.advanceTime(by: .seconds(6))  // 12 s since the start, 6 since the ping
+            #expect(pipe.channel.isActive, "the ping 6 s ago keeps it open")
+            loop.advanceTime(by: .seconds(3))
+            #expect(pipe.channel.isActive)
+            loop.advanceTime(by: .seconds(2))  // 11 s since the ping
+            loop.run()
+            #expect(!pipe.channel.isActive, "a whole timeout without activity closes it")
         }
     }
 }
@@ -122,7 +131,10 @@ final class PipelineUnderTest {
     let framing: Framing
 
     /// The pipeline of a connection on the socket of `framing`, as `SocketServer` builds it.
-    init(_ daemon: DaemonParts, maximumRequestBytes: Int = 1 << 20, framing: Framing = .line, uid: uid_t = getuid()) throws {
+    init(
+        _ daemon: DaemonParts, maximumRequestBytes: Int = 1 << 20, framing: Framing = .line, uid: uid_t = getuid(),
+        idleTimeout: TimeAmount? = nil
+    ) throws {
         self.framing = framing
         let peer = PeerCredentials(pid: 1, uid: uid, gid: getgid())
         try channel.pipeline.syncOperations.addHandler(reads)
@@ -133,7 +145,7 @@ final class PipelineUnderTest {
             RequestFramer(maximumRequestBytes: maximumRequestBytes, framing: framing),
             Connection(
                 peer: peer, dispatcher: daemon.dispatcher, hub: daemon.hub, maximumRequestBytes: maximumRequestBytes,
-                framing: framing, logger: Logger(label: "test")))
+                framing: framing, idleTimeout: idleTimeout, logger: Logger(label: "test")))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/accountd-test")).wait()
     }
 

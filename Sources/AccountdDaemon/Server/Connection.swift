@@ -43,6 +43,7 @@ final class Connection: ChannelDuplexHandler {
     private let hub: EventHub
     private let maximumRequestBytes: Int
     private let framing: Framing
+    private let idleTimeout: TimeAmount?
     private let logger: Logger
 
     private var machine = ConnectionStateMachine()
@@ -51,29 +52,42 @@ final class Connection: ChannelDuplexHandler {
     private var flushScheduled = false
     private var watch: Task<Void, Never>?
     private var executor: EventLoopExecutor?
+    /// Closes the connection once nothing was read or written for `limits.idleTimeoutSeconds`,
+    /// unless a request runs or it watches (the machine decides).
+    private var idle: IdleTimer?
 
     /// A connection from `peer`, answering through `dispatcher`; `maximumRequestBytes` is
-    /// `requests.maxBytes`, quoted in `RequestTooLarge`; `framing` says how its requests are read.
+    /// `requests.maxBytes`, quoted in `RequestTooLarge`; `framing` says how its requests are read;
+    /// `idleTimeout` is `limits.idleTimeoutSeconds`, nil for none.
     init(
         peer: PeerCredentials, dispatcher: Dispatcher, hub: EventHub, maximumRequestBytes: Int, framing: Framing = .line,
-        logger: Logger
+        idleTimeout: TimeAmount? = nil, logger: Logger
     ) {
         self.peer = peer
         self.dispatcher = dispatcher
         self.hub = hub
         self.maximumRequestBytes = maximumRequestBytes
         self.framing = framing
+        self.idleTimeout = idleTimeout
         self.logger = logger
         pending.reserveCapacity(1024)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         executor = EventLoopExecutor(context.eventLoop)
+        if let idleTimeout {
+            idle = IdleTimer(timeout: idleTimeout, loop: context.eventLoop) { [self] in perform(machine.idleTimerFired(), context) }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idle?.stop()
     }
 
     // MARK: Events
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        idle?.touch()
         machine.received(unwrapInboundIn(data))
         serve(context)
     }
@@ -101,8 +115,6 @@ final class Connection: ChannelDuplexHandler {
             // A request being handled finishes and is answered; the ones after it get ShuttingDown.
             closeLater(context)
             perform(machine.shutdownBegan(isWritable: context.channel.isWritable), context)
-        case let idle as IdleStateHandler.IdleStateEvent where idle == .all:
-            perform(machine.idleTimerFired(), context)
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -116,6 +128,7 @@ final class Connection: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        idle?.stop()
         machine.closed()
         watch?.cancel()
         context.fireChannelInactive()
@@ -274,10 +287,13 @@ final class Connection: ChannelDuplexHandler {
     }
 
     /// Goes on once the connection may again: answers the requests waiting, writes, and reads.
+    ///
+    /// It runs outside a read (a request ended, the channel became writable, a turn
+    /// resumed), so no other reply of this connection can join these: they are written now.
     private func carryOn(_ context: ChannelHandlerContext) {
         machine.beginTurn()
         serve(context)
-        scheduleFlush(context)
+        if machine.state != .closing { flush(context) }
         if machine.releaseHeldRead(isWritable: context.channel.isWritable) {
             context.read()
         }
@@ -292,6 +308,7 @@ final class Connection: ChannelDuplexHandler {
         // queued before it (by earlier flushes or by a task) are written.
         let buffer = context.channel.allocator.buffer(string: pending)
         pending.removeAll()
+        idle?.touch()
         let written = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
@@ -330,6 +347,12 @@ final class Connection: ChannelDuplexHandler {
 
     // MARK: Writing
 
+    /// A reply written by a task or a watch, from the channel's end of the pipeline.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        idle?.touch()
+        context.write(data, promise: promise)
+    }
+
     private func append(_ reply: Reply) {
         reply.encode(into: &pending)
     }
@@ -351,6 +374,7 @@ final class Connection: ChannelDuplexHandler {
     private func flush(_ context: ChannelHandlerContext) {
         guard !pending.isEmpty, context.channel.isActive else { return }
         let buffer = context.channel.allocator.buffer(string: pending)
+        idle?.touch()
         // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
         pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)

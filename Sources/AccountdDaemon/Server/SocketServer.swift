@@ -55,10 +55,6 @@ struct SocketServer: Service {
                     guard counter.enter() else { return Accepted(channel: channel, peer: peer, admitted: false) }
                     channel.closeFuture.whenComplete { _ in counter.leave() }
                     let pipeline = channel.pipeline.syncOperations
-                    if let idleTimeout {
-                        // Its events reach the connection, which closes only when nothing is in progress.
-                        try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
-                    }
                     if framing == .varlink {
                         try pipeline.addHandler(ReplyTerminator())
                     }
@@ -66,7 +62,7 @@ struct SocketServer: Service {
                         RequestFramer(maximumRequestBytes: maximumRequestBytes, framing: framing),
                         Connection(
                             peer: peer, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes, framing: framing,
-                            logger: logger))
+                            idleTimeout: idleTimeout, logger: logger))
                     return Accepted(channel: channel, peer: peer, admitted: true)
                 }
         }

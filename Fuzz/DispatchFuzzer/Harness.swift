@@ -103,7 +103,8 @@ final class Harness {
         case .answered(let reply): return Array(reply.encoded().utf8)
         case .committing:
             committed.wait()
-            switch ending.withLock({ $0 })! {
+            // The connection ends the call on its event loop; here, on this thread.
+            switch daemon.dispatcher.end(call, ending.withLock({ $0 })!) {
             case .answered(let reply): return Array(reply.encoded().utf8)
             // A switch closed the table meanwhile: the connection hands the call to a task.
             case .retry(let retry): return handle(retry)

@@ -192,7 +192,8 @@ struct InlineWords {
         guard position < utf8.endIndex else { return nil }
         let start = position
         while position < utf8.endIndex, !Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
-        // The separators are ASCII, so the word's ends are character boundaries.
+        // The separators are ASCII, so the word's ends are scalar boundaries, where a String
+        // slices exactly (even inside a character: a blank then a combining mark).
         return String(text[start..<position])
     }
 

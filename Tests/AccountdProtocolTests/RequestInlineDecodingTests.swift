@@ -39,6 +39,15 @@ struct RequestInlineDecodingTests {
         ("migrate alice", .migrate, ["accounts": ["alice"]]),
     ]
 
+    /// Words are cut at the blank bytes, even where a blank and the combining mark after it
+    /// make one character: the key and the value keep their combining marks, the blank goes.
+    @Test func wordsAreCutAtBlankBytesEvenBeforeACombiningMark() throws {
+        let (getMethod, get) = try #require(Self.decoded("get user \u{301}theme"))
+        #expect(getMethod == .get && get == ["namespace": "user", "key": "\u{301}theme"])
+        let (setMethod, set) = try #require(Self.decoded("set user theme \t\"\u{301}\""))
+        #expect(setMethod == .set && set == ["namespace": "user", "key": "theme", "value": "\u{301}"])
+    }
+
     @Test("Positional words map to named parameters", arguments: positionalCases)
     func positional(line: String, method: Method, parameters: JSONValue) {
         let result = Self.decoded(line)

@@ -286,14 +286,15 @@ public final class PreferenceDatabase: Sendable {
     /// They usually send their next change within a fraction of a millisecond. Committing
     /// at once would leave them to wait for a whole commit, and the writers would settle
     /// into two groups that take turns, each commit holding half of them. So, while fewer
-    /// changes are queued than writers were active, this waits for them, for at most the
-    /// last commit's time and never more than 1 ms (on the monotonic clock); the writer
-    /// that completes the count wakes it at once. A lone writer never waits, and nothing is
-    /// acknowledged before its commit either way.
+    /// changes are queued than writers were active, this waits for them, for at most twice
+    /// the last commit's time and never more than 1 ms (on the monotonic clock); the writer
+    /// that completes the count wakes it at once. Twice, because a writer that misses this
+    /// commit waits for all of it and for the next gather: about that long. A lone writer
+    /// never waits, and nothing is acknowledged before its commit either way.
     private func gather() {
         let (expected, lastCommit) = state.withLock { ($0.activeWriters, $0.lastCommit) }
         guard expected > 1 else { return }
-        let deadline = ContinuousClock.now + min(lastCommit, .milliseconds(1))
+        let deadline = ContinuousClock.now + min(lastCommit * 2, .milliseconds(1))
         let waiting = state.withLock { state in
             guard state.queue.count < expected else { return false }
             state.gatheringFor = expected

@@ -106,7 +106,24 @@ public struct Request: Sendable {
         guard let method = Method(inlineWord: word) else {
             throw ProtocolError(.methodNotFound, "no method '\(word.prefix(64))'; try info, status, list, switch ACCOUNT, export ACCOUNT [jsonl|sql|sqlite]", facts: [("method", .string(String(word.prefix(128))))])
         }
-        if method == .set {
+        /// The words left on the line.
+        func rest() -> [String] {
+            var rest: [String] = []
+            while let next = words.next() { rest.append(next) }
+            return rest
+        }
+        /// The words left, as the parameters `names`, in order; fewer words leave the last ones out.
+        func positional(_ names: [String]) throws(ProtocolError) -> [(String, JSONValue)] {
+            let words = rest()
+            guard words.count <= names.count else {
+                throw ProtocolError.invalidParameter(
+                    names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
+            }
+            return zip(names, words).map { name, word in (name, .string(word)) }
+        }
+        let pairs: [(String, JSONValue)]
+        switch method {
+        case .set:
             // set NAMESPACE KEY VALUE: the value is the rest of the line, as JSON.
             guard let namespace = words.next(), let key = words.next(), let text = words.rest() else {
                 throw .invalidParameter("value", "'set' takes NAMESPACE KEY VALUE, with VALUE as JSON, e.g. set user theme \"dark\"")
@@ -117,47 +134,34 @@ public struct Request: Sendable {
             } catch {
                 throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(namespace) \(key) \"text\"")
             }
-            return Request(method: method, parameters: Parameters([("namespace", .string(namespace)), ("key", .string(key)), ("value", value)]), more: true)
-        }
-        var rest: [String] = []
-        while let next = words.next() { rest.append(next) }
-        var pairs: [(String, JSONValue)] = []
-        func positional(_ names: [String]) throws(ProtocolError) {
-            guard rest.count <= names.count else {
-                throw ProtocolError.invalidParameter(
-                    names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
-            }
-            for (name, value) in zip(names, rest) { pairs.append((name, .string(value))) }
-        }
-        switch method {
-        case .info, .ping, .watch, .metrics, .replication: try positional([])
-        case .status, .verify, .plan, .snapshots, .pull: try positional(["account"])
-        case .switchAccount: try positional(["account"])
-        case .export: try positional(["account", "format"])
-        case .restore: try positional(["account", "snapshot"])
-        case .snapshot: try positional(["account", "label"])
+            pairs = [("namespace", .string(namespace)), ("key", .string(key)), ("value", value)]
+        case .info, .ping, .watch, .metrics, .replication: pairs = try positional([])
+        case .status, .verify, .plan, .snapshots, .pull: pairs = try positional(["account"])
+        case .switchAccount: pairs = try positional(["account"])
+        case .export: pairs = try positional(["account", "format"])
+        case .restore: pairs = try positional(["account", "snapshot"])
+        case .snapshot: pairs = try positional(["account", "label"])
         case .remove:
             // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
-            guard rest.count <= 2, rest.count < 2 || rest[1].lowercased() == "purge" else {
+            let words = rest()
+            guard words.count <= 2, words.count < 2 || words[1].lowercased() == "purge" else {
                 throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
             }
-            if let account = rest.first { pairs.append(("account", .string(account))) }
-            if rest.count == 2 { pairs.append(("purge", .bool(true))) }
-        case .get, .delete: try positional(["namespace", "key", "account"])
-        case .keys: try positional(["namespace", "account"])
+            var remove: [(String, JSONValue)] = []
+            if let account = words.first { remove.append(("account", .string(account))) }
+            if words.count == 2 { remove.append(("purge", .bool(true))) }
+            pairs = remove
+        case .get, .delete: pairs = try positional(["namespace", "key", "account"])
+        case .keys: pairs = try positional(["namespace", "account"])
         case .list:
-            for word in rest {
-                guard word.lowercased() == "details" else { throw .invalidParameter("details", "'list' takes only the word 'details'") }
-                pairs = [("details", .bool(true))]
+            let words = rest()
+            guard words.allSatisfy({ $0.lowercased() == "details" }) else {
+                throw .invalidParameter("details", "'list' takes only the word 'details'")
             }
+            pairs = words.isEmpty ? [] : [("details", .bool(true))]
         case .migrate:
-            if rest == ["--all"] {
-                pairs = [("all", .bool(true))]
-            } else {
-                pairs = [("accounts", .array(rest.map { .string($0) }))]
-            }
-        case .set:
-            preconditionFailure("decoded above")
+            let words = rest()
+            pairs = words == ["--all"] ? [("all", .bool(true))] : [("accounts", .array(words.map { .string($0) }))]
         }
         return Request(method: method, parameters: Parameters(pairs), more: true)
     }

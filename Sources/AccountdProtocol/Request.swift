@@ -114,12 +114,12 @@ public struct Request: Sendable {
         }
         /// The words left, as the parameters `names`, in order; fewer words leave the last ones out.
         func positional(_ names: [String]) throws(ProtocolError) -> [(String, JSONValue)] {
-            let words = rest()
-            guard words.count <= names.count else {
+            let given = rest()
+            guard given.count <= names.count else {
                 throw ProtocolError.invalidParameter(
                     names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
             }
-            return zip(names, words).map { name, word in (name, .string(word)) }
+            return zip(names, given).map { name, word in (name, .string(word)) }
         }
         let pairs: [(String, JSONValue)]
         switch method {
@@ -143,25 +143,25 @@ public struct Request: Sendable {
         case .snapshot: pairs = try positional(["account", "label"])
         case .remove:
             // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
-            let words = rest()
-            guard words.count <= 2, words.count < 2 || words[1].lowercased() == "purge" else {
+            let given = rest()
+            guard given.count <= 2, given.count < 2 || given[1].lowercased() == "purge" else {
                 throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
             }
             var remove: [(String, JSONValue)] = []
-            if let account = words.first { remove.append(("account", .string(account))) }
-            if words.count == 2 { remove.append(("purge", .bool(true))) }
+            if let account = given.first { remove.append(("account", .string(account))) }
+            if given.count == 2 { remove.append(("purge", .bool(true))) }
             pairs = remove
         case .get, .delete: pairs = try positional(["namespace", "key", "account"])
         case .keys: pairs = try positional(["namespace", "account"])
         case .list:
-            let words = rest()
-            guard words.allSatisfy({ $0.lowercased() == "details" }) else {
+            let given = rest()
+            guard given.allSatisfy({ $0.lowercased() == "details" }) else {
                 throw .invalidParameter("details", "'list' takes only the word 'details'")
             }
-            pairs = words.isEmpty ? [] : [("details", .bool(true))]
+            pairs = given.isEmpty ? [] : [("details", .bool(true))]
         case .migrate:
-            let words = rest()
-            pairs = words == ["--all"] ? [("all", .bool(true))] : [("accounts", .array(words.map { .string($0) }))]
+            let given = rest()
+            pairs = given == ["--all"] ? [("all", .bool(true))] : [("accounts", .array(given.map { .string($0) }))]
         }
         return Request(method: method, parameters: Parameters(pairs), more: true)
     }

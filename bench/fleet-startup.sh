@@ -40,10 +40,10 @@ for round in $(seq "$ROUNDS"); do
         pid=$!
         until "$BIN/accountctl" --socket "$work/sock" ping >/dev/null 2>&1; do sleep 0.005; done
         ms=$(echo "($(now) - $t0) * 1000" | bc -l)
-        status=$("$work/loadgen" "$work/sock" 1 2 1 status | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p')
+        p50=$("$work/loadgen" "$work/sock" 1 2 1 status | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p')
         kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-        printf 'round %d, %d accounts: start-up %.0f ms, Status p50 %s ms\n' "$round" "$size" "$ms" "$status"
-        echo "$size $ms $status" >>"$work/runs"
+        printf 'round %d, %d accounts: start-up %.0f ms, Status p50 %s ms\n' "$round" "$size" "$ms" "$p50"
+        echo "$size $ms $p50" >>"$work/runs"
     done
 done
 declare -A startup status

@@ -106,15 +106,9 @@ public struct Request: Sendable {
         guard let method = Method(inlineWord: word) else {
             throw ProtocolError(.methodNotFound, "no method '\(word.prefix(64))'; try info, status, list, switch ACCOUNT, export ACCOUNT [jsonl|sql|sqlite]", facts: [("method", .string(String(word.prefix(128))))])
         }
-        /// The words left on the line.
-        func rest() -> [String] {
-            var rest: [String] = []
-            while let next = words.next() { rest.append(next) }
-            return rest
-        }
         /// The words left, as the parameters `names`, in order; fewer words leave the last ones out.
         func positional(_ names: [String]) throws(ProtocolError) -> [(String, JSONValue)] {
-            let given = rest()
+            let given = words.remaining()
             guard given.count <= names.count else {
                 throw ProtocolError.invalidParameter(
                     names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
@@ -143,7 +137,7 @@ public struct Request: Sendable {
         case .snapshot: pairs = try positional(["account", "label"])
         case .remove:
             // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
-            let given = rest()
+            let given = words.remaining()
             guard given.count <= 2, given.count < 2 || given[1].lowercased() == "purge" else {
                 throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
             }
@@ -154,13 +148,13 @@ public struct Request: Sendable {
         case .get, .delete: pairs = try positional(["namespace", "key", "account"])
         case .keys: pairs = try positional(["namespace", "account"])
         case .list:
-            let given = rest()
+            let given = words.remaining()
             guard given.allSatisfy({ $0.lowercased() == "details" }) else {
                 throw .invalidParameter("details", "'list' takes only the word 'details'")
             }
             pairs = given.isEmpty ? [] : [("details", .bool(true))]
         case .migrate:
-            let given = rest()
+            let given = words.remaining()
             pairs = given == ["--all"] ? [("all", .bool(true))] : [("accounts", .array(given.map { .string($0) }))]
         }
         return Request(method: method, parameters: Parameters(pairs), more: true)
@@ -199,6 +193,13 @@ struct InlineWords {
         // The separators are ASCII, so the word's ends are scalar boundaries, where a String
         // slices exactly (even inside a character: a blank then a combining mark).
         return String(text[start..<position])
+    }
+
+    /// The words not read yet.
+    mutating func remaining() -> [String] {
+        var words: [String] = []
+        while let word = next() { words.append(word) }
+        return words
     }
 
     /// The rest of the line after the words read, without the blanks around it; nil when

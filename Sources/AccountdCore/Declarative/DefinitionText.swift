@@ -6,7 +6,7 @@
 enum DefinitionText {
     /// A name as an SQL identifier, always double-quoted.
     static func quote(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        name.quotedIdentifier
     }
 
     /// `sql` (a `CREATE TABLE`, `CREATE INDEX` ...) with the created object renamed to `name`.

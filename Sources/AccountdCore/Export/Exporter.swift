@@ -60,7 +60,7 @@ public struct Exporter: Sendable {
             // the shadow tables hold what the virtual table shows, so every stored row
             // comes out exactly once (docs/PROTOCOL.md, "Export").
             for table in try ExportTable.all(db) where !table.isVirtual {
-                let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name.quotedDatabaseIdentifier)")
+                let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name.quotedIdentifier)")
                 let writer = JSONRowWriter(table: table.name, columns: statement.columnNames)
                 let handle = statement.sqliteStatement
                 var count = 0

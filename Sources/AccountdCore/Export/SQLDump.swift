@@ -22,6 +22,9 @@ enum SQLDump {
     /// - Throws: a `DatabaseError` when reading fails, or whatever `sink` throws.
     static func write(_ db: Database, to sink: inout some ExportSink) throws -> Int {
         var out = SQLStatements(text: "PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n")
+        guard let connection = db.sqliteConnection else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the export's connection is closed") }
+        var literals = try SQLLiteral(connection)
+        defer { literals.finalize() }
         var writableSchema = false
         for table in try ExportTable.all(db) {
             if table.isVirtual {
@@ -35,7 +38,7 @@ enum SQLDump {
                     to: &sink)
             } else {
                 try out.add(createStatement(table.sql), to: &sink)
-                try writeRows(of: table.name, db, into: &out, to: &sink)
+                try writeRows(of: table.name, db, literals: &literals, into: &out, to: &sink)
             }
         }
         if writableSchema { try out.add("PRAGMA writable_schema=OFF", to: &sink) }
@@ -80,16 +83,18 @@ enum SQLDump {
     }
 
     /// One `INSERT` per row of `table`, read as it is stepped.
-    private static func writeRows(of table: String, _ db: Database, into out: inout SQLStatements, to sink: inout some ExportSink) throws {
+    private static func writeRows(
+        of table: String, _ db: Database, literals: inout SQLLiteral, into out: inout SQLStatements, to sink: inout some ExportSink
+    ) throws {
         let info = try Row.fetchAll(db, sql: "SELECT name, hidden FROM pragma_table_xinfo(?)", arguments: [table])
         // Generated columns (hidden 2 and 3) are computed again by the rebuilt table.
         var columns = info.filter { ($0["hidden"] as Int) == 0 }.map { $0["name"] as String }
         if let rowID = try rowIDName(of: table, columns: info.map { $0["name"] as String }, db) {
             columns.insert(rowID, at: 0)
         }
-        let list = columns.map(\.quotedDatabaseIdentifier).joined(separator: ",")
-        let insert = "INSERT INTO \(table.quotedDatabaseIdentifier)(\(list)) VALUES("
-        let select = try db.makeStatement(sql: "SELECT \(list) FROM \(table.quotedDatabaseIdentifier)")
+        let list = columns.map(\.quotedIdentifier).joined(separator: ",")
+        let insert = "INSERT INTO \(table.quotedIdentifier)(\(list)) VALUES("
+        let select = try db.makeStatement(sql: "SELECT \(list) FROM \(table.quotedIdentifier)")
         let handle = select.sqliteStatement
         defer { sqlite3_reset(handle) }
         while true {
@@ -101,7 +106,7 @@ enum SQLDump {
             var line = insert
             for index in 0..<Int32(columns.count) {
                 if index > 0 { line += "," }
-                SQLLiteral.append(handle, column: index, to: &line)
+                literals.append(handle, column: index, to: &line)
             }
             line += ")"
             try out.add(line, to: &sink)
@@ -112,11 +117,14 @@ enum SQLDump {
     /// PRIMARY KEY column already holds it, the table is WITHOUT ROWID, or every name
     /// of the rowid (`rowid`, `_rowid_`, `oid`) is taken by a column.
     private static func rowIDName(of table: String, columns: [String], _ db: Database) throws -> String? {
-        if try db.primaryKey(table).rowIDColumn != nil { return nil }
+        // An INTEGER PRIMARY KEY aliases the rowid. (GRDB's `primaryKey(_:)` is not used:
+        // it splices the name into a PRAGMA without doubling its quotes.)
+        let keys = try String.fetchAll(db, sql: "SELECT type FROM pragma_table_info(?) WHERE pk > 0", arguments: [table])
+        if keys.count == 1, keys[0].uppercased() == "INTEGER" { return nil }
         let taken = Set(columns.map { $0.lowercased() })
         guard let name = ["rowid", "_rowid_", "oid"].first(where: { !taken.contains($0) }) else { return nil }
         // A WITHOUT ROWID table has no rowid to select.
-        guard (try? db.makeStatement(sql: "SELECT \(name) FROM \(table.quotedDatabaseIdentifier) LIMIT 0")) != nil else { return nil }
+        guard (try? db.makeStatement(sql: "SELECT \(name) FROM \(table.quotedIdentifier) LIMIT 0")) != nil else { return nil }
         return name
     }
 }

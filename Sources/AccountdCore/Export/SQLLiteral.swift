@@ -1,17 +1,28 @@
 import GRDBSQLite
 
 /// SQL literals for the `sql` export, exact for every SQLite type.
-enum SQLLiteral {
+struct SQLLiteral {
+    /// Checks how SQLite reads a real's text (``RealLiteral``).
+    private var reals: RealLiteral
+
+    /// Literals checked against the SQLite of `connection`.
+    init(_ connection: OpaquePointer) throws {
+        reals = try RealLiteral(connection)
+    }
+
+    /// Releases what the literals hold. Call it once, when the export ends.
+    func finalize() {
+        reals.finalize()
+    }
+
     /// Appends column `column` of the current row of `statement` as a literal that reads
     /// back as the same value of the same storage class.
-    static func append(_ statement: OpaquePointer, column: Int32, to out: inout String) {
+    mutating func append(_ statement: OpaquePointer, column: Int32, to out: inout String) {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER:
             out += String(sqlite3_column_int64(statement, column))
         case SQLITE_FLOAT:
-            let value = sqlite3_column_double(statement, column)
-            // Swift's shortest round-trip form reads back as the same REAL; "1.0" stays REAL.
-            out += value.isFinite ? String(value) : (value > 0 ? "9e999" : "-9e999")
+            reals.append(sqlite3_column_double(statement, column), to: &out)
         case SQLITE_TEXT:
             let count = Int(sqlite3_column_bytes(statement, column))
             let bytes = sqlite3_column_text(statement, column).map { UnsafeBufferPointer(start: $0, count: count) }
@@ -37,7 +48,7 @@ enum SQLLiteral {
         }
     }
 
-    private static func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout String) {
+    private func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout String) {
         out.reserveCapacity(out.utf8.count + bytes.count * 2 + 1)
         for byte in bytes {
             out.unicodeScalars.append(hexDigit(byte >> 4))
@@ -45,7 +56,7 @@ enum SQLLiteral {
         }
     }
 
-    private static func hexDigit(_ value: UInt8) -> Unicode.Scalar {
+    private func hexDigit(_ value: UInt8) -> Unicode.Scalar {
         Unicode.Scalar(value < 10 ? 0x30 + value : 0x61 + value - 10)
     }
 }

@@ -1,24 +1,25 @@
 import GRDB
 
-/// The tables Litestream 0.5 creates inside every database it replicates
+/// The two tables Litestream 0.5 creates inside every database it replicates
 /// (`_litestream_seq`, `_litestream_lock`): Litestream's, not the account's.
 ///
 /// Litestream writes to them to move the WAL forward and to hold its lock, so they
 /// appear in an account file as soon as the file is replicated. Schema checks, Verify
 /// and the exports leave them out, so that replication is never mistaken for drift and
-/// never travels with an account's data; a bundle may not create tables with the prefix.
+/// never travels with an account's data. Only these two names are left out: a bundle's
+/// own table whose name merely begins with `_litestream_` is the account's like any other.
 public enum LitestreamTables {
-    /// The names' prefix.
-    public static let prefix = "_litestream_"
+    /// Litestream's table names, lowercased.
+    public static let names: Set<String> = ["_litestream_seq", "_litestream_lock"]
 
     /// A SQL condition true for objects that are not Litestream's, on `column` of `sqlite_schema`.
     static func excluded(_ column: String = "name") -> String {
-        "\(column) NOT LIKE '\\_litestream\\_%' ESCAPE '\\'"
+        "lower(\(column)) NOT IN ('_litestream_seq', '_litestream_lock')"
     }
 
     /// Whether `name` is one of Litestream's tables.
     public static func contains(_ name: String) -> Bool {
-        name.lowercased().hasPrefix(prefix)
+        names.contains(name.lowercased())
     }
 
     /// The `CREATE` statements of Litestream's tables in `db`, in schema order.
@@ -31,7 +32,7 @@ public enum LitestreamTables {
     /// a new account built from a template) carries no replication state.
     static func drop(_ db: Database) throws {
         for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_schema WHERE type = 'table' AND NOT (\(excluded()))") {
-            try db.execute(sql: "DROP TABLE \(name.quotedDatabaseIdentifier)")
+            try db.execute(sql: "DROP TABLE \(name.quotedIdentifier)")
         }
     }
 }

@@ -105,7 +105,7 @@ struct BundleLoader {
         guard let text = String(data: data, encoding: .utf8) else {
             throw AccountdError(.invalidBundle, "schema.sql is not valid UTF-8 text", file: "schema.sql")
         }
-        let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let firstLine = BundleText.firstLine(text)
         guard SchemaDirectives.declaredVersion(firstLine: firstLine) != nil else { return nil }
         if FileSystem.entry(at: root + "/migrations") != .missing {
             throw AccountdError(

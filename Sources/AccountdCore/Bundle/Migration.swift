@@ -48,7 +48,7 @@ public struct Migration: Sendable, Identifiable {
 
         var readableBy = parsed.version
         var allowsViolations = false
-        for (offset, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, line) in BundleText.lines(text).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
             guard trimmed.hasPrefix("--") else { break }
@@ -90,6 +90,14 @@ public struct Migration: Sendable, Identifiable {
         return (version, stem)
     }
 
+    /// Whether a bundle may not change `name` (lowercased): the daemon's `accountd_*`
+    /// records, Litestream's tables, and SQLite's own tables but `sqlite_sequence` and the
+    /// `sqlite_stat*` tables, which SQLite lets any program change.
+    static func isReserved(_ name: String) -> Bool {
+        if name.hasPrefix("accountd_") || LitestreamTables.contains(name) { return true }
+        return name.hasPrefix("sqlite_") && name != "sqlite_sequence" && !name.hasPrefix("sqlite_stat")
+    }
+
     /// Refuses statements that a bundle file may not contain at top level.
     static func checkStatements(_ script: SQLScript, file: String) throws {
         for statement in script.statements {
@@ -108,10 +116,19 @@ public struct Migration: Sendable, Identifiable {
                     "\(file) line \(statement.line): PRAGMA \(pragma) may not be set by a bundle: accountd manages it; remove the statement",
                     file: file, line: statement.line)
             }
-            if let object = statement.createdObject, object.name.hasPrefix("accountd_") {
+            if let object = statement.createdObject, object.name.hasPrefix("accountd_") || LitestreamTables.contains(object.name) {
                 throw AccountdError(
                     .invalidBundle,
-                    "\(file) line \(statement.line): \(object.kind) \(object.name): names beginning with accountd_ are reserved for the daemon's own records; rename it",
+                    "\(file) line \(statement.line): \(object.kind) \(object.name): names beginning with accountd_ are reserved for the daemon's own records, "
+                        + "and _litestream_seq and _litestream_lock are Litestream's; rename it",
+                    file: file, line: statement.line)
+            }
+            if let reserved = statement.changedObjects.first(where: Self.isReserved) {
+                throw AccountdError(
+                    .invalidBundle,
+                    "\(file) line \(statement.line): \(reserved) is not the bundle's: a bundle may not write, drop or alter accountd_* tables "
+                        + "(the daemon's own records), Litestream's tables or SQLite's (but sqlite_sequence and sqlite_stat*), "
+                        + "nor hang an index or trigger on them; remove the statement",
                     file: file, line: statement.line)
             }
         }

@@ -60,10 +60,7 @@ struct SQLLexer {
             let end = text.utf8.index(start, offsetBy: to - from)
             return text[start..<end]
         }
-        func isIdentifierByte(_ c: UInt8) -> Bool {
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
-                || c == 0x24 || c >= 0x80
-        }
+        func isIdentifierByte(_ c: UInt8) -> Bool { Self.isIdentifierByte(c) }
 
         while i < count {
             let c = utf8[i]
@@ -124,17 +121,7 @@ struct SQLLexer {
                 i = min(i + 1, count)
                 tokens.append(Token(kind: .blob, raw: substring(start, i), line: startLine, start: start, end: i))
             } else if (c >= 0x30 && c <= 0x39) || (c == 0x2E && i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39) {
-                i += 1
-                while i < count {
-                    let d = utf8[i]
-                    if isIdentifierByte(d) || d == 0x2E {
-                        i += 1
-                    } else if (d == 0x2B || d == 0x2D) && (utf8[i - 1] == 0x65 || utf8[i - 1] == 0x45) {
-                        i += 1
-                    } else {
-                        break
-                    }
-                }
+                i = numberEnd(utf8, from: i)
                 tokens.append(Token(kind: .number, raw: substring(start, i), line: startLine, start: start, end: i))
             } else if isIdentifierByte(c) {
                 while i < count && isIdentifierByte(utf8[i]) { i += 1 }
@@ -164,6 +151,43 @@ struct SQLLexer {
             }
         }
         return tokens
+    }
+
+    /// Where the number starting at `start` ends, read as SQLite's tokenizer reads it: a
+    /// hex literal `0x...` is hex digits only (so `0xFE-- note` is `0xFE` and a comment),
+    /// and a decimal is digits, a point, digits, then an exponent whose sign follows the
+    /// `e` directly. Identifier bytes right after a number stay in its token, as SQLite
+    /// makes that one illegal token.
+    private static func isIdentifierByte(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
+            || c == 0x24 || c >= 0x80
+    }
+
+    private static func numberEnd(_ utf8: [UInt8], from start: Int) -> Int {
+        let count = utf8.count
+        func isDigit(_ i: Int) -> Bool { i < count && utf8[i] >= 0x30 && utf8[i] <= 0x39 }
+        func isHexDigit(_ i: Int) -> Bool {
+            i < count && (isDigit(i) || (utf8[i] | 0x20 >= 0x61 && utf8[i] | 0x20 <= 0x66))
+        }
+        var i = start
+        if utf8[i] == 0x30, i + 1 < count, utf8[i + 1] | 0x20 == 0x78, isHexDigit(i + 2) {
+            i += 2
+            while isHexDigit(i) { i += 1 }
+        } else {
+            while isDigit(i) { i += 1 }
+            if i < count, utf8[i] == 0x2E {
+                i += 1
+                while isDigit(i) { i += 1 }
+            }
+            if i < count, utf8[i] | 0x20 == 0x65,
+                isDigit(i + 1) || (i + 2 < count && (utf8[i + 1] == 0x2B || utf8[i + 1] == 0x2D) && isDigit(i + 2))
+            {
+                i += 2
+                while isDigit(i) { i += 1 }
+            }
+        }
+        while i < count && isIdentifierByte(utf8[i]) { i += 1 }
+        return i
     }
 
     /// SQL text in a canonical form: comments and layout dropped, keywords and

@@ -62,6 +62,42 @@ struct SQLScript: Sendable {
             return (kind, tokens[index].normalized)
         }
 
+        /// The objects this statement writes, drops, alters or hangs an index or trigger on,
+        /// by name (lowercased, without a schema), wherever they appear in it, trigger
+        /// bodies included: `DROP ... [IF EXISTS] x`, `ALTER TABLE x`, `INSERT|REPLACE INTO x`,
+        /// `UPDATE [OR ...] x`, `DELETE FROM x`, and the table after `ON` in `CREATE INDEX`
+        /// or `CREATE TRIGGER`. Reading an object is not counted.
+        var changedObjects: [String] {
+            func name(at index: Int) -> String? {
+                guard index < tokens.count, tokens[index].isName else { return nil }
+                if index + 2 < tokens.count, tokens[index + 1].raw == ".", tokens[index + 2].isName { return tokens[index + 2].normalized }
+                return tokens[index].normalized
+            }
+            func isKeyword(_ index: Int, _ keyword: String) -> Bool { index < tokens.count && tokens[index].isKeyword(keyword) }
+            var names: [String] = []
+            let hangsOn = createdObject.map { $0.kind == "index" || $0.kind == "trigger" } ?? false
+            var seenOn = false
+            for index in tokens.indices {
+                var target: Int?
+                if isKeyword(index, "drop"), index + 1 < tokens.count, ["table", "index", "view", "trigger"].contains(tokens[index + 1].normalized) {
+                    target = isKeyword(index + 2, "if") && isKeyword(index + 3, "exists") ? index + 4 : index + 2
+                } else if isKeyword(index, "alter"), isKeyword(index + 1, "table") {
+                    target = index + 2
+                } else if isKeyword(index, "into") {
+                    target = index + 1
+                } else if isKeyword(index, "update") {
+                    target = isKeyword(index + 1, "or") ? index + 3 : index + 1
+                } else if isKeyword(index, "delete"), isKeyword(index + 1, "from") {
+                    target = index + 2
+                } else if hangsOn, !seenOn, isKeyword(index, "on") {
+                    seenOn = true
+                    target = index + 1
+                }
+                if let target, let object = name(at: target) { names.append(object) }
+            }
+            return names
+        }
+
         /// The names this statement mentions, lowercased; used to say which statement touched an object.
         var mentionedNames: Set<String> {
             Set(tokens.filter(\.isName).map(\.normalized))
@@ -71,34 +107,48 @@ struct SQLScript: Sendable {
     /// The statements, in file order. Comment-only text is dropped.
     var statements: [Statement]
 
+    /// Splits `text` where SQLite would: at each `;` after which `sqlite3_complete` says
+    /// the text so far is whole statements. SQLite's own tokenizer decides what is a
+    /// string, a comment or a trigger body, so a statement can never hide inside what
+    /// accountd's lexer took for a comment or a string. The lexer only reads each
+    /// statement's tokens afterwards.
     init(_ text: String) {
-        var statements: [Statement] = []
-        let tokens = SQLLexer.tokens(text)
-        var first = 0
         let utf8 = Array(text.utf8)
-        for (index, token) in tokens.enumerated() where token.raw == ";" {
-            let slice = tokens[first...index]
-            let candidate = Self.text(utf8, from: slice.first!.start, to: token.end)
-            if Self.isComplete(candidate) {
-                if slice.count > 1 {
-                    statements.append(Statement(text: candidate, line: slice.first!.line, tokens: Array(slice)))
-                }
-                first = index + 1
+        var statements: [Statement] = []
+        var first = 0
+        var line = 1
+        func add(upTo end: Int) {
+            let piece = String(decoding: utf8[first..<end], as: UTF8.self)
+            let tokens = SQLLexer.tokens(piece).map { token in
+                var token = token
+                token.line += line - 1
+                token.start += first
+                token.end += first
+                return token
             }
+            if let start = tokens.first?.start, !(tokens.count == 1 && tokens[0].raw == ";") {
+                statements.append(Statement(text: Self.text(utf8, from: start, to: end), line: tokens[0].line, tokens: tokens))
+            }
+            line += utf8[first..<end].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+            first = end
         }
-        if first < tokens.count {
-            let slice = tokens[first...]
-            let candidate = Self.text(utf8, from: slice.first!.start, to: slice.last!.end)
-            statements.append(Statement(text: candidate, line: slice.first!.line, tokens: Array(slice)))
+        // sqlite3_complete reads up to a NUL: the byte after each `;` is set to 0 for the
+        // call and put back, so no statement is copied to be checked.
+        var buffer = utf8 + [0]
+        for index in utf8.indices where utf8[index] == 0x3B {
+            let saved = buffer[index + 1]
+            buffer[index + 1] = 0
+            let complete = buffer.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { sqlite3_complete($0.baseAddress! + first) != 0 }
+            }
+            buffer[index + 1] = saved
+            if complete { add(upTo: index + 1) }
         }
+        if first < utf8.count { add(upTo: utf8.count) }
         self.statements = statements
     }
 
     private static func text(_ utf8: [UInt8], from: Int, to: Int) -> String {
         String(decoding: utf8[from..<to], as: UTF8.self)
-    }
-
-    private static func isComplete(_ sql: String) -> Bool {
-        sql.withCString { sqlite3_complete($0) != 0 }
     }
 }

@@ -24,7 +24,7 @@ public struct DeclarativeSchema: Sendable {
     /// - Throws: ``AccountdError`` (`invalidBundle`) for a malformed header or directive, or a
     ///   statement SQLite refuses, naming `schema.sql` and the line.
     static func read(text: String, data: Data, script: SQLScript) throws -> DeclarativeSchema? {
-        let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let firstLine = BundleText.firstLine(text)
         guard let declared = SchemaDirectives.declaredVersion(firstLine: firstLine) else { return nil }
         guard let version = declared else {
             throw AccountdError(

@@ -39,7 +39,7 @@ struct SchemaDirectives: Sendable, Hashable {
     ///   unknown directive or a `renamed-from` that is not on a table or column line.
     static func read(_ text: String, script: SQLScript) throws -> SchemaDirectives {
         var directives = SchemaDirectives()
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = BundleText.lines(text)
         for (offset, line) in lines.enumerated() where offset > 0 {
             guard let range = line.range(of: "-- accountd:") ?? line.range(of: "--accountd:") else { continue }
             let lineNumber = offset + 1

@@ -1,5 +1,7 @@
+import AccountdProtocol
 import AccountdTestSupport
 import Foundation
+import GRDB
 import Testing
 
 @testable import AccountdCore
@@ -96,5 +98,51 @@ import Testing
             """,
         ])
         #expect(bundle.targetVersion == 2)
+    }
+
+    /// Migration 2 turns on `legacy_alter_table`; migration 3 renames a table a view reads.
+    /// An account migrated from version 2 runs 3 on a new connection: it must get the
+    /// schema the bundle check got when it ran 1 to 3 on one connection.
+    @Test func aConnectionSettingOneMigrationChangesDoesNotReachTheNext() throws {
+        let dir = TestDirectory()
+        let alice = try AccountName("alice")
+        let steps = [
+            "CREATE TABLE a (x);\nCREATE VIEW v AS SELECT x FROM a;",
+            "PRAGMA legacy_alter_table = ON;",
+            "ALTER TABLE a RENAME TO b;",
+        ]
+        let root = try DataRoot(dir.sub("root"))
+        let v2 = try SchemaBundle.load(from: try BundleFixture.write(at: dir.sub("b2"), steps: Array(steps.prefix(2))))
+        _ = try AccountStore(root: root, bundle: v2).open(alice)
+        let v3 = try SchemaBundle.load(from: try BundleFixture.write(at: dir.sub("b3"), steps: steps))
+        _ = try AccountStore(root: root, bundle: v3).open(alice)
+        let view = try DatabaseQueue(path: dir.sub("root") + "/accounts/alice.sqlite").read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE name = 'v'")
+        }
+        #expect(view?.contains("\"b\"") == true || view?.contains(" b") == true, "\(view ?? "")")
+    }
+
+    /// A template in WAL mode is an input: loading the bundle and building an account from
+    /// it leave nothing beside it in the bundle folder.
+    @Test func aWALTemplateIsReadWithoutWritingIntoTheBundle() throws {
+        let dir = TestDirectory()
+        let path = try BundleFixture.write(at: dir.sub("bundle"), steps: ["CREATE TABLE a (x TEXT);"])
+        let template = try DatabaseQueue(path: path + "/template.sqlite")
+        try template.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "CREATE TABLE a (x TEXT); INSERT INTO a VALUES ('seed'); PRAGMA user_version = 1")
+        }
+        try template.close()
+        let before = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+        #expect(before == ["migrations", "template.sqlite"])
+        let store = AccountStore(root: try DataRoot(dir.sub("root")), bundle: try SchemaBundle.load(from: path))
+        _ = try store.open(try AccountName("alice"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path).sorted() == before)
+        let seed = try DatabaseQueue(path: dir.sub("root") + "/accounts/alice.sqlite").read { try String.fetchOne($0, sql: "SELECT x FROM a") }
+        #expect(seed == "seed")
+
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path + "/template.sqlite-wal"))
+        let error = #expect(throws: AccountdError.self) { try SchemaBundle.load(from: path) }
+        #expect(error?.message.contains("wal_checkpoint") == true)
     }
 }

@@ -121,11 +121,16 @@ struct BundleLoader {
 
     /// Refuses a `template.sqlite` that is not SQLite, holds reserved objects, or has another schema than the target.
     private func checkTemplate(_ templatePath: String, against targetSchema: NormalizedSchema, _ referenceLocations: [String: String]) throws {
+        if let wal = try? FileManager.default.attributesOfItem(atPath: templatePath + "-wal")[.size] as? Int, wal > 0 {
+            throw AccountdError(
+                .invalidBundle,
+                "template.sqlite has a non-empty template.sqlite-wal beside it: its last changes are not in the file itself. "
+                    + "Run sqlite3 template.sqlite 'PRAGMA wal_checkpoint(TRUNCATE)' and ship the file alone",
+                file: "template.sqlite")
+        }
         let template: NormalizedSchema
         do {
-            let queue = try DatabaseQueue(
-                path: templatePath,
-                configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "bundle-template"))
+            let queue = try Connections.template(templatePath)
             template = try queue.read { db in
                 let reserved = try SchemaReader.reservedObjects(db)
                 if !reserved.isEmpty {

@@ -22,8 +22,7 @@ struct AccountBuilder {
             let started = ContinuousClock.now
             let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "create"))
             if let template = bundle.templatePath {
-                let source = try DatabaseQueue(
-                    path: template, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "template"))
+                let source = try Connections.template(template)
                 try source.backup(to: queue)
                 try source.close()
             }

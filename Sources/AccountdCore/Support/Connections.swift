@@ -1,7 +1,21 @@
+import Foundation
 import GRDB
 
 /// How accountd configures its SQLite connections, in one place.
 enum Connections {
+    /// A bundle's `template.sqlite`, opened as an input that nothing writes: read-only and
+    /// `immutable=1` (a URI filename; Debian's SQLite takes URIs everywhere), so SQLite
+    /// makes no `-shm` or `-wal` beside it whatever the file's journal mode, and works in a
+    /// bundle folder the daemon may not write (the shipped unit's `ProtectSystem=strict`).
+    static func template(_ path: String) throws -> DatabaseQueue {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
+        var config = configuration(foreignKeys: false, readonly: true, label: "template")
+        config.busyMode = .immediateError
+        return try DatabaseQueue(path: "file:" + encoded + "?immutable=1", configuration: config)
+    }
+
     /// A connection that runs bundle SQL.
     ///
     /// - Double-quoted string literals are accepted, as in the `sqlite3` shell, because

@@ -45,6 +45,7 @@ import Testing
         let store = try store(
             dir,
             """
+            -- accountd: allow-convert person.age
             CREATE TABLE person ( -- accountd: renamed-from people
               id INTEGER PRIMARY KEY,
               nickname TEXT, -- accountd: renamed-from nick

@@ -139,6 +139,16 @@ struct BundleLoader {
                         "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved",
                         file: "template.sqlite")
                 }
+                // Seed rows are copied into every new account: one that breaks a foreign key would fail
+                // that account's next migration, so it is refused here, as a migration would be.
+                let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+                if !violations.isEmpty {
+                    throw AccountdError(
+                        .invalidBundle,
+                        "template.sqlite has \(violations.count) row(s) that break a foreign key, e.g. table \(violations[0]["table"] as String) "
+                            + "row \(violations[0]["rowid"] as Int64? ?? 0) references a missing row in \(violations[0]["parent"] as String); fix its seed rows",
+                        file: "template.sqlite")
+                }
                 return try SchemaReader.read(db)
             }
             try queue.close()

@@ -32,6 +32,15 @@ struct SQLLexer {
         /// True for a word or a quoted identifier, i.e. anything that can name an object.
         var isName: Bool { kind == .word || kind == .quotedIdentifier }
 
+        /// True for what SQLite takes as the name of an object being created, which may
+        /// also be a string literal (`CREATE TABLE 't' (...)`).
+        var isCreatedName: Bool { isName || kind == .string }
+
+        /// The name a token stands for, unquoted and lowercased, a string literal included.
+        var nameValue: String {
+            kind == .string ? String(raw.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'").lowercased() : normalized
+        }
+
         static func unquote(_ raw: Substring) -> String {
             guard let first = raw.first, raw.count >= 2 else { return String(raw) }
             let inner = raw.dropFirst().dropLast()

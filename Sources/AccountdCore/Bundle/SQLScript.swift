@@ -55,11 +55,11 @@ struct SQLScript: Sendable {
             {
                 index += 3
             }
-            guard index < tokens.count, tokens[index].isName else { return nil }
-            if index + 2 < tokens.count, tokens[index + 1].raw == ".", tokens[index + 2].isName {
+            guard index < tokens.count, tokens[index].isCreatedName else { return nil }
+            if index + 2 < tokens.count, tokens[index + 1].raw == ".", tokens[index + 2].isCreatedName {
                 index += 2
             }
-            return (kind, tokens[index].normalized)
+            return (kind, tokens[index].nameValue)
         }
 
         /// The objects this statement writes, drops, alters or hangs an index or trigger on,

@@ -118,7 +118,10 @@ struct DeclarativePlanner {
                 } else if let added = addedColumns(old, new, sql: object.sql), found.isEmpty {
                     tableSteps += added.map { Step("ALTER TABLE \(q(source.targetName)) ADD COLUMN \($0);") }
                 } else {
-                    tableSteps.append(Step(try rebuild(source, sql: object.sql, new: new), losses: try losses.droppedColumns(source) + found))
+                    let converted = try losses.convertedColumns(source, strictTarget: new.options.contains("strict"))
+                    let sequence = try Self.sequence(of: source.currentName, in: db)
+                    tableSteps.append(
+                        Step(try rebuild(source, sql: object.sql, new: new, sequence: sequence), losses: try losses.droppedColumns(source) + converted + found))
                     remade.insert(name)
                 }
             }
@@ -189,7 +192,11 @@ struct DeclarativePlanner {
     /// SQLite's documented rebuild: the new table under a temporary name, the shared columns
     /// (and the rowid, when both tables have one that no column names) copied, the old table
     /// dropped, the new one renamed.
-    private func rebuild(_ source: TableSource, sql: String, new: NormalizedSchema.Table) throws -> String {
+    ///
+    /// An `AUTOINCREMENT` table's counter (`sequence`, its `sqlite_sequence` row before the
+    /// rebuild) is carried over: dropping the old table drops its row, and the copy alone
+    /// would set it to the largest id left, so a deleted row's id would be used again.
+    private func rebuild(_ source: TableSource, sql: String, new: NormalizedSchema.Table, sequence: Int64?) throws -> String {
         // The new table keeps each row's rowid, so that nothing that stored one (an FTS index, the app) is left pointing elsewhere.
         let q = DefinitionText.quote
         let temporary = "accountd_new_" + source.targetName
@@ -214,10 +221,25 @@ struct DeclarativePlanner {
         let copy = columns.isEmpty
             ? ""
             : "INSERT INTO \(q(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(q(source.targetName));\n"
+        var counter = ""
+        if let sequence, new.options.contains("autoincrement") {
+            let name = source.targetName.quotedSQLString
+            counter = """
+
+                UPDATE sqlite_sequence SET seq = max(seq, \(sequence)) WHERE name = \(name);
+                INSERT INTO sqlite_sequence (name, seq) SELECT \(name), \(sequence) WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = \(name));
+                """
+        }
         return """
             \(create);
             \(copy)DROP TABLE \(q(source.targetName));
             ALTER TABLE \(q(temporary)) RENAME TO \(q(source.targetName));
-            """
+            """ + counter
+    }
+
+    /// The `sqlite_sequence` counter of `table` in `db`; nil when it has none.
+    private static func sequence(of table: String, in db: Database) throws -> Int64? {
+        guard try db.tableExists("sqlite_sequence") else { return nil }
+        return try Int64.fetchOne(db, sql: "SELECT max(seq) FROM sqlite_sequence WHERE name = ?", arguments: [table])
     }
 }

@@ -58,7 +58,7 @@ enum DefinitionText {
             index += 3
         }
         if index + 2 < tokens.count, tokens[index + 1].raw == "." { index += 2 }
-        return index < tokens.count && tokens[index].isName ? index : nil
+        return index < tokens.count && tokens[index].isCreatedName ? index : nil
     }
 
     private static func replacing(_ sql: String, _ token: SQLLexer.Token, with text: String) -> String {

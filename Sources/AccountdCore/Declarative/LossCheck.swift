@@ -30,6 +30,32 @@ struct LossCheck {
         }
     }
 
+    /// Values that would not come through a rebuild unchanged because their column's declared
+    /// type changes: the new column's affinity converts them (`'007'` into `7` under
+    /// INTEGER, `' 42 '` into `42.0` under REAL, `12345678901234567890` into a rounded REAL,
+    /// a number into text under TEXT). SQLite itself decides: every value goes into a
+    /// column of the new type in a scratch database, and one whose storage class or bytes
+    /// come back different is counted. A `STRICT` target refuses a value it cannot keep
+    /// when the step runs, so it needs no count here.
+    func convertedColumns(_ source: TableSource, strictTarget: Bool) throws -> [MigrationPlan.Loss] {
+        guard !strictTarget else { return [] }
+        var losses: [MigrationPlan.Loss] = []
+        for column in source.targetColumns where column.hidden == 0 {
+            guard let old = source.origin[column.key], old.type.lowercased() != column.type.lowercased() else { continue }
+            let changed = try ConversionProbe.count(
+                values: "SELECT \(DefinitionText.quote(old.name)) FROM \(DefinitionText.quote(source.currentName))", in: db, into: column.type)
+            guard changed.count > 0 else { continue }
+            let allowed = directives.allowsConversion(table: source.targetName.lowercased(), column: column.key)
+            let typeText = old.type.isEmpty ? "no type" : old.type
+            losses.append(
+                .init(
+                    text: "table \(source.targetName): column \(column.name) changes from \(typeText) to \(column.type.isEmpty ? "no type" : column.type), "
+                        + "and \(changed.count) value(s) would not come through unchanged (e.g. \(changed.example))",
+                    allowed: allowed))
+        }
+        return losses
+    }
+
     /// Rows that would break a `NOT NULL`, `CHECK`, `UNIQUE` or foreign key the table did not have.
     ///
     /// - Parameters:
@@ -82,7 +108,10 @@ struct LossCheck {
                 sql += " AND NOT EXISTS (SELECT 1 FROM (\(parent.projection)) AS p WHERE \(match.joined(separator: " AND ")))"
             }
             guard let failing = try? count(sql), failing > 0 else { continue }
-            refuse("\(failing) row(s) fail the new foreign key \(key.description)")
+            losses.append(
+                .init(
+                    text: "table \(source.targetName): \(failing) row(s) fail the new foreign key \(key.description)",
+                    allowed: directives.allowsForeignKeyViolations))
         }
         return losses
     }

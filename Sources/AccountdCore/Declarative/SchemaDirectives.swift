@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Renames are never inferred from similar shapes, because a wrong guess moves data
 /// into the wrong column; a table or column line says where it came from instead.
-/// Losses are never silent either; `allow-drop` names each one the app accepts.
+/// Losses are never silent either; `allow-drop` and `allow-convert` name each one the app
+/// accepts.
 ///
 /// ```sql
 /// -- accountd: declarative version 7
@@ -21,6 +22,18 @@ struct SchemaDirectives: Sendable, Hashable {
     var columnRenames: [String: [String: String]] = [:]
     /// `table` or `table.column`, lowercased: the losses the bundle accepts.
     var allowedDrops: Set<String> = []
+
+    /// `table.column`, lowercased: the columns whose values the bundle accepts seeing
+    /// converted by a new declared type (`allow-convert`).
+    var allowedConversions: Set<String> = []
+    /// `allow-foreign-key-violations`: rows that break a foreign key after the plan are
+    /// reported, and do not fail the migration.
+    var allowsForeignKeyViolations = false
+
+    /// Whether the bundle accepts that `column` of `table` changes values under its new type.
+    func allowsConversion(table: String, column: String) -> Bool {
+        allowedConversions.contains("\(table).\(column)")
+    }
 
     /// Whether the bundle accepts dropping `table` (with its rows), or `column` of it.
     func allowsDrop(table: String, column: String? = nil) -> Bool {
@@ -53,6 +66,12 @@ struct SchemaDirectives: Sendable, Hashable {
             case "allow-drop":
                 guard words.count == 2 else { throw refuse("'allow-drop' takes one TABLE or TABLE.COLUMN") }
                 directives.allowedDrops.insert(Self.unquote(words[1]))
+            case "allow-convert":
+                guard words.count == 2, words[1].contains(".") else { throw refuse("'allow-convert' takes one TABLE.COLUMN") }
+                directives.allowedConversions.insert(Self.unquote(words[1]))
+            case "allow-foreign-key-violations":
+                guard words.count == 1 else { throw refuse("'allow-foreign-key-violations' takes nothing") }
+                directives.allowsForeignKeyViolations = true
             case "renamed-from":
                 guard words.count == 2 else { throw refuse("'renamed-from' takes one old name") }
                 let old = Self.unquote(words[1])
@@ -73,7 +92,8 @@ struct SchemaDirectives: Sendable, Hashable {
                 throw refuse("'declarative version N' belongs on the first line only")
             default:
                 throw refuse(
-                    "unknown directive '\(words.joined(separator: " "))'; a declarative schema.sql knows renamed-from OLD and allow-drop TABLE[.COLUMN]")
+                    "unknown directive '\(words.joined(separator: " "))'; a declarative schema.sql knows renamed-from OLD, allow-drop TABLE[.COLUMN], "
+                        + "allow-convert TABLE.COLUMN and allow-foreign-key-violations")
             }
         }
         return directives

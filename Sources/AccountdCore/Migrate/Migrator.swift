@@ -68,6 +68,7 @@ struct Migrator {
 
     /// Runs the pending migrations, checks, and records one history row per migration.
     private func applyChain(_ pending: [Migration], _ db: Database, from fromVersion: Int, progress: ProgressHandler?) throws {
+        let violationsBefore = try Self.foreignKeyViolations(db)
         var durations: [Double] = []
         for (index, migration) in pending.enumerated() {
             progress?(MigrationProgress(step: index + 1, of: pending.count, name: migration.name, version: migration.version))
@@ -81,7 +82,7 @@ struct Migrator {
             }
             durations.append((ContinuousClock.now - stepStart).milliseconds)
         }
-        try checkForeignKeys(db, pending: pending, from: fromVersion)
+        try checkForeignKeys(db, before: violationsBefore, allowed: pending.contains(where: \.allowsForeignKeyViolations), from: fromVersion)
         try checkSchema(db, from: fromVersion)
         let now = Timestamp.now()
         for (migration, duration) in zip(pending, durations) {
@@ -92,6 +93,7 @@ struct Migrator {
     /// Plans from the file's own schema, refuses any loss `schema.sql` does not allow, runs the
     /// steps, checks, and records one history row with the plan's sha256.
     private func applyPlan(_ declarative: DeclarativeSchema, _ db: Database, from fromVersion: Int, progress: ProgressHandler?) throws {
+        let violationsBefore = try Self.foreignKeyViolations(db)
         let started = ContinuousClock.now
         let plan: MigrationPlan
         do {
@@ -112,8 +114,9 @@ struct Migrator {
                 .migrationFailed,
                 "migrating account \(account) from version \(fromVersion) to \(declarative.version) would lose data: "
                     + refusals.joined(separator: "; ")
-                    + ". Nothing was written; account \(account) stays at version \(fromVersion). Fix those rows, or accept a drop with "
-                    + "'-- accountd: allow-drop TABLE' or 'allow-drop TABLE.COLUMN' in schema.sql",
+                    + ". Nothing was written; account \(account) stays at version \(fromVersion). Fix those rows, or accept each loss in schema.sql: "
+                    + "'-- accountd: allow-drop TABLE' or 'allow-drop TABLE.COLUMN' for a drop, 'allow-convert TABLE.COLUMN' for a type change, "
+                    + "'allow-foreign-key-violations' for rows a new foreign key does not find",
                 account: account.rawValue, file: path, fromVersion: fromVersion, toVersion: declarative.version, details: refusals)
         }
         for (index, step) in plan.steps.enumerated() {
@@ -122,29 +125,43 @@ struct Migrator {
                 try db.execute(sql: step.sql)
             } catch let error as DatabaseError {
                 throw failure(
-                    "step \(index + 1) of \(plan.steps.count) of the plan to schema.sql failed: \(ErrorText.of(error)) in «\(step.sql)»",
+                    "step \(index + 1) of \(plan.steps.count) of the plan to schema.sql failed: \(ErrorText.of(error)) "
+                        + "('accountctl plan \(account)' shows the steps)",
                     from: fromVersion, file: bundle.directory + "/schema.sql", resultCode: error.resultCode)
             }
         }
-        try checkForeignKeys(db, pending: [], from: fromVersion)
+        try checkForeignKeys(db, before: violationsBefore, allowed: declarative.directives.allowsForeignKeyViolations, from: fromVersion)
         try checkSchema(db, from: fromVersion)
         try AccountRecords.record(
             db, version: declarative.version, name: "schema.sql", sha256: plan.sha256, appliedAt: Timestamp.now(),
             durationMs: (ContinuousClock.now - started).milliseconds, method: "declarative")
     }
 
-    private func checkForeignKeys(_ db: Database, pending: [Migration], from: Int) throws {
-        let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+    /// The foreign-key violations in `db` now, each as its table, rowid, parent and key.
+    static func foreignKeyViolations(_ db: Database) throws -> [Row] {
+        try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+    }
+
+    private static func violationKey(_ row: Row) -> String {
+        "\(row["table"] as String? ?? "")|\(row["rowid"] as Int64? ?? -1)|\(row["parent"] as String? ?? "")|\(row["fkid"] as Int64? ?? -1)"
+    }
+
+    /// Fails the migration on a foreign-key violation it made. Violations that were in the
+    /// file before it (`before`; rows the app wrote while SQLite's enforcement was off, as it
+    /// is by default) are not the migration's doing, and do not block it.
+    private func checkForeignKeys(_ db: Database, before: [Row], allowed: Bool, from: Int) throws {
+        let existing = Set(before.map(Self.violationKey))
+        let violations = try Self.foreignKeyViolations(db).filter { !existing.contains(Self.violationKey($0)) }
         guard !violations.isEmpty else { return }
         let described = violations.prefix(10).map { row -> String in
             let rowid = (row["rowid"] as Int64?).map { "row \($0)" } ?? "a row"
             return "table \(row["table"] as String) \(rowid) references a missing row in \(row["parent"] as String)"
         } + (violations.count > 10 ? ["... and \(violations.count - 10) more"] : [])
-        if pending.contains(where: \.allowsForeignKeyViolations) { return }
+        if allowed { return }
         throw AccountdError(
             .migrationFailed,
-            "migrating account \(account) from version \(from) to \(bundle.targetVersion) left \(violations.count) foreign-key violation(s); "
-                + "rolled back, account \(account) stays at version \(from). Fix the migrations, or mark one "
+            "migrating account \(account) from version \(from) to \(bundle.targetVersion) made \(violations.count) new foreign-key violation(s); "
+                + "rolled back, account \(account) stays at version \(from). Fix the migrations, or mark one (or a declarative schema.sql) "
                 + "'-- accountd: allow-foreign-key-violations'",
             account: account.rawValue, file: path, fromVersion: from, toVersion: bundle.targetVersion, details: described)
     }

@@ -141,4 +141,35 @@ import Testing
         _ = try store(dir, "CREATE TABLE 't' (id INTEGER PRIMARY KEY, a TEXT, b TEXT NOT NULL DEFAULT 'y' CHECK (b <> ''));").open(alice)
         #expect(try read(path) { try String.fetchOne($0, sql: "SELECT a || b FROM t") } == "xy")
     }
+
+    /// A changed generated expression, collation or ON CONFLICT is a change: the plan rebuilds
+    /// the table, and the account then computes, compares and resolves as schema.sql says.
+    @Test func aChangedGeneratedExpressionOrCollationIsPlannedAndApplied() throws {
+        let dir = TestDirectory()
+        let path = try account(
+            dir, "CREATE TABLE price (id INTEGER PRIMARY KEY, net REAL, gross REAL GENERATED ALWAYS AS (net * 1.19) STORED, name TEXT);",
+            fill: "INSERT INTO price (id, net, name) VALUES (1, 100, 'Bob');")
+        let target = """
+            CREATE TABLE price (id INTEGER PRIMARY KEY, net REAL, gross REAL GENERATED ALWAYS AS (net * 1.07) STORED,
+              name TEXT COLLATE NOCASE UNIQUE ON CONFLICT REPLACE);
+            """
+        let plan = try store(dir, target).plan(alice)
+        #expect(!plan.steps.isEmpty)
+        _ = try store(dir, target).open(alice)
+        #expect(try read(path) { try Double.fetchOne($0, sql: "SELECT gross FROM price") } == 100 * 1.07)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "INSERT INTO price (id, net, name) VALUES (2, 5, 'bob')") }
+        try queue.close()
+        #expect(try read(path) { try Int.fetchAll($0, sql: "SELECT id FROM price") } == [2])
+    }
+
+    /// A chain whose schema.sql differs from its migrations only by a collation is refused at load.
+    @Test func aSchemaSQLThatDiffersOnlyByACollationIsRefused() throws {
+        let dir = TestDirectory()
+        let path = try BundleFixture.write(
+            at: dir.sub("bundle"), steps: ["CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT UNIQUE);"],
+            schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE UNIQUE);")
+        let error = #expect(throws: AccountdError.self) { try SchemaBundle.load(from: path) }
+        #expect(error?.details.contains { $0.contains("collate") } == true, "\(error?.details ?? [])")
+    }
 }

@@ -1,6 +1,7 @@
 /// A schema reduced to what matters for "is this the same schema": tables with
-/// their columns, types, NOT NULL, defaults, primary keys, foreign keys, CHECK and
-/// UNIQUE constraints, plus indexes, views and triggers.
+/// their columns (types, NOT NULL, defaults, primary keys, collations, generated
+/// expressions and their storage, `ON CONFLICT` clauses), foreign keys, CHECK and
+/// UNIQUE constraints (with their collations), plus indexes, views and triggers.
 ///
 /// Names are lowercased, and SQL text is normalised (layout, comments, quoting and
 /// case of keywords dropped), so a `schema.sql` written by hand compares equal to
@@ -16,8 +17,14 @@ public struct NormalizedSchema: Hashable, Sendable {
         public var defaultValue: String?
         /// 0 when the column is not part of the primary key, else its 1-based position in it.
         public var primaryKeyPosition: Int
-        /// 0 for an ordinary column; 2 or 3 for a generated one.
+        /// 0 for an ordinary column; 2 for a generated `VIRTUAL` one, 3 for a `STORED` one.
         public var hidden: Int
+        /// The column's collating sequence, lowercased: `binary` unless it declares another.
+        public var collation: String = "binary"
+        /// A generated column's expression, normalised.
+        public var generated: String? = nil
+        /// The `ON CONFLICT` clauses of its constraints (`not null on conflict replace`), sorted.
+        public var conflicts: [String] = []
     }
 
     /// One foreign key, as `PRAGMA foreign_key_list` describes it.
@@ -46,6 +53,8 @@ public struct NormalizedSchema: Hashable, Sendable {
         public var uniques: [String]
         /// `WITHOUT ROWID`, `STRICT`, `AUTOINCREMENT` and the like, sorted.
         public var options: [String]
+        /// The `ON CONFLICT` clauses of table constraints (`unique (a, b) on conflict ignore`), sorted.
+        public var conflicts: [String] = []
     }
 
     public var tables: [String: Table] = [:]
@@ -71,6 +80,7 @@ public struct NormalizedSchema: Hashable, Sendable {
             for check in table.checks { lines.append("  check " + check) }
             for unique in table.uniques { lines.append("  unique " + unique) }
             for option in table.options { lines.append("  option " + option) }
+            for conflict in table.conflicts { lines.append("  constraint " + conflict) }
         }
         for (kind, objects) in [("index", indexes), ("view", views), ("trigger", triggers)] {
             for name in objects.keys.sorted() { lines.append("\(kind) \(name): \(objects[name]!)") }
@@ -92,7 +102,9 @@ public struct NormalizedSchema: Hashable, Sendable {
         if column.notNull { text += " not null" }
         if let value = column.defaultValue { text += " default \(value)" }
         if column.primaryKeyPosition > 0 { text += " primary key #\(column.primaryKeyPosition)" }
-        if column.hidden != 0 { text += " generated" }
+        if column.collation != "binary" { text += " collate \(column.collation)" }
+        if column.hidden != 0 { text += " generated" + (column.generated.map { " as (\($0))" } ?? "") + (column.hidden == 3 ? " stored" : " virtual") }
+        for conflict in column.conflicts { text += " " + conflict }
         return text
     }
 }

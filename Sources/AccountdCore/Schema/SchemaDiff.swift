@@ -77,7 +77,21 @@ struct SchemaDiff {
                 facts.append("default \(column.defaultValue ?? "none") in \(leftName), \(other.defaultValue ?? "none") in \(rightName)")
             }
             if column.primaryKeyPosition != other.primaryKeyPosition { facts.append("primary key membership differs") }
-            if column.hidden != other.hidden { facts.append("generated in one side only") }
+            if (column.hidden == 0) != (other.hidden == 0) {
+                facts.append("generated in one side only")
+            } else if column.hidden != other.hidden {
+                facts.append("\(column.hidden == 3 ? "STORED" : "VIRTUAL") in \(leftName), \(other.hidden == 3 ? "STORED" : "VIRTUAL") in \(rightName)")
+            }
+            if column.generated != other.generated {
+                facts.append("generated as (\(column.generated ?? "")) in \(leftName), as (\(other.generated ?? "")) in \(rightName)")
+            }
+            if column.collation != other.collation {
+                facts.append("collate \(column.collation) in \(leftName), collate \(other.collation) in \(rightName)")
+            }
+            if column.conflicts != other.conflicts {
+                let show = { (list: [String]) in list.isEmpty ? "no ON CONFLICT" : list.joined(separator: ", ") }
+                facts.append("\(show(column.conflicts)) in \(leftName), \(show(other.conflicts)) in \(rightName)")
+            }
             out.append("\(prefix): column \(column.name): " + facts.joined(separator: "; "))
         }
         let sharedOrderLeft = l.columns.map(\.name).filter { rightColumns[$0] != nil }
@@ -89,6 +103,7 @@ struct SchemaDiff {
         out += listDifferences(prefix, "check", l.checks, r.checks)
         out += listDifferences(prefix, "unique", l.uniques, r.uniques)
         out += listDifferences(prefix, "option", l.options, r.options)
+        out += listDifferences(prefix, "constraint", l.conflicts, r.conflicts)
         return out
     }
 

@@ -58,14 +58,19 @@ enum SchemaReader {
             return NormalizedSchema.Table(
                 columns: [], foreignKeys: [], checks: [], uniques: [], options: ["virtual " + SQLLexer.normalize(sql)])
         }
+        let clauses = TableClauses(tokens)
         let columns = try Row.fetchAll(db, sql: "SELECT * FROM pragma_table_xinfo(?)", arguments: [name]).map { row in
-            NormalizedSchema.Column(
-                name: (row["name"] as String).lowercased(),
+            let column: String = row["name"]
+            return NormalizedSchema.Column(
+                name: column.lowercased(),
                 type: SQLLexer.normalize(row["type"] as String? ?? "").uppercased(),
                 notNull: row["notnull"] as Int != 0,
                 defaultValue: (row["dflt_value"] as String?).map(normalizeDefault),
                 primaryKeyPosition: row["pk"],
-                hidden: row["hidden"])
+                hidden: row["hidden"],
+                collation: ColumnCollation.of(db, table: name, column: column),
+                generated: clauses.generated[column.lowercased()],
+                conflicts: clauses.columnConflicts[column.lowercased()] ?? [])
         }
         var keys: [Int: NormalizedSchema.ForeignKey] = [:]
         for row in try Row.fetchAll(
@@ -83,17 +88,28 @@ enum SchemaReader {
         }
         var uniques: [String] = []
         for row in try Row.fetchAll(db, sql: "SELECT name, origin FROM pragma_index_list(?)", arguments: [name])
-        where (row["origin"] as String) == "u" {
+        where ["u", "pk"].contains(row["origin"] as String) {
+            // Each key column with its collation when it is not BINARY: a UNIQUE under NOCASE
+            // refuses what one under BINARY accepts.
             let indexColumns = try String.fetchAll(
-                db, sql: "SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno",
+                db,
+                sql: """
+                    SELECT lower(coalesce(name, '<expression>')) || CASE WHEN lower(coll) = 'binary' THEN '' ELSE ' collate ' || lower(coll) END
+                    FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno
+                    """,
                 arguments: [row["name"] as String])
-            uniques.append("(" + indexColumns.map { $0.lowercased() }.joined(separator: ", ") + ")")
+            let list = "(" + indexColumns.joined(separator: ", ") + ")"
+            if (row["origin"] as String) == "u" {
+                uniques.append(list)
+            } else if list.contains(" collate ") {
+                uniques.append("primary key " + list)
+            }
         }
         if tokens.contains(where: { $0.isKeyword("autoincrement") }) { options.append("autoincrement") }
         options += trailingOptions(tokens)
         return NormalizedSchema.Table(
             columns: columns, foreignKeys: keys.values.sorted(), checks: checks(in: tokens).sorted(),
-            uniques: uniques.sorted(), options: options.sorted())
+            uniques: uniques.sorted(), options: options.sorted(), conflicts: clauses.tableConflicts.sorted())
     }
 
     /// The normalised bodies of every `CHECK (...)` in a CREATE TABLE statement.

@@ -47,4 +47,18 @@ extension DataRoot {
         let name = stagingName(account, staging)
         for suffix in ["", "-wal", "-shm", "-journal"] { try accounts.remove(name + suffix) }
     }
+
+    /// Removes the copies that exports staged in `tmp/` (`export-*`) and a crash left behind,
+    /// through the folder's descriptor: a `tmp` that is a link is left alone, never followed.
+    ///
+    /// - Returns: how many were removed.
+    /// - Throws: `accountCorrupt` when `tmp` is a link or not a folder; `storage` when a copy
+    ///   cannot be removed.
+    @discardableResult
+    public func clearStagedExports() throws -> Int {
+        guard let temporary = try folder.subfolder("tmp") else { return 0 }
+        let staged = temporary.names().filter { $0.hasPrefix("export-") }
+        for name in staged { try temporary.remove(name) }
+        return staged.count
+    }
 }

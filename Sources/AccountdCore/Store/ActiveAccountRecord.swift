@@ -95,7 +95,7 @@ public final class ActiveAccountRecord: Sendable {
     /// - Throws: ``AccountdError`` (`storage`) when the file cannot be written or synced.
     public func forget(_ account: AccountName) throws {
         try file.withLock { file in
-            guard let data = FileManager.default.contents(atPath: path), Self.mentions(account, in: data) else { return }
+            guard let data = (try? Self.contents(path)) ?? nil, Self.mentions(account, in: data) else { return }
             let current = ((try? Self.read(path)) ?? nil)?.account
             if let open = file, data.count == 2 * Self.slotSize, Self.isAtPath(open.descriptor, path) {
                 let slot = Self.slot(current, generation: open.generation)
@@ -115,10 +115,28 @@ public final class ActiveAccountRecord: Sendable {
         }
     }
 
-    /// Whether `data` holds `account`'s name as a JSON string.
-    private static func mentions(_ account: AccountName, in data: Data) -> Bool {
+    /// The bytes of the file at `path` (at most 64 KiB: a record is 1 KiB), read without
+    /// following a link; nil when there is no file.
+    ///
+    /// - Throws: `storage` when it is a link or cannot be read.
+    private static func contents(_ path: String) throws -> [UInt8]? {
+        switch FileSystem.entry(at: path) {
+        case .missing:
+            return nil
+        case .symlink:
+            throw AccountdError(
+                .storage, "\(path) is a symbolic link, which accountd does not follow; the next switch writes the file afresh in its place",
+                file: path)
+        default:
+            let file = try ReadOnlyFile(path)
+            defer { file.close() }
+            return try file.prefix(count: 1 << 16)
+        }
+    }
+
+    /// Whether `bytes` hold `account`'s name as a JSON string.
+    private static func mentions(_ account: AccountName, in bytes: [UInt8]) -> Bool {
         let needle = Array("\"\(account.rawValue)\"".utf8)
-        let bytes = [UInt8](data)
         guard bytes.count >= needle.count else { return false }
         return (0...(bytes.count - needle.count)).contains { start in bytes[start..<(start + needle.count)].elementsEqual(needle) }
     }
@@ -150,11 +168,7 @@ public final class ActiveAccountRecord: Sendable {
 
     /// The record in the file at `path`, nil when there is no file.
     static func read(_ path: String) throws -> Saved? {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileSystem.exists(path) { throw AccountdError.storage("reading", path: path, errno: errno) }
-            return nil
-        }
-        let bytes = [UInt8](data)
+        guard let bytes = try contents(path) else { return nil }
         var found: (value: JSONValue, generation: Int64)?
         if bytes.count == 2 * slotSize {
             for half in [bytes[0..<slotSize], bytes[slotSize...]] {

@@ -47,6 +47,37 @@ import Testing
         #expect(try daemon.client().callOne("get user theme").parameters["value"] == "dark")
     }
 
+    /// A purge is all or nothing: when something of the account cannot be moved aside (here
+    /// its snapshot folder is a mount point, which `rename` refuses with EBUSY), what was
+    /// moved is put back and the account is as it was, file, rows and snapshots.
+    @Test(.enabled(if: getuid() == 0, "needs root to mount a tmpfs"))
+    func aPurgeThatCannotMoveEverythingAsideChangesNothing() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let client = try Hostile.client(daemon.socket)
+        #expect(try client.callOne("switch dave").error == nil)
+        #expect(try client.callOne(#"set user theme "dave's""#).error == nil)
+        #expect(try client.callOne("snapshot dave").error == nil)
+        #expect(try client.callOne("switch alice").error == nil)
+        guard let mount = Hostile.Tmpfs(at: daemon.dataRoot + "/snapshots/dave", kibibytes: 1024) else {
+            print("aPurgeThatCannotMoveEverythingAsideChangesNothing: skipped, mounting a tmpfs is not possible here")
+            return
+        }
+        defer { mount.unmount() }
+        try Files.write("a snapshot on another disk\n", to: mount.path + "/20261126T000000.000Z-v3-manual.sqlite")
+        let before = Hostile.listing(daemon.dataRoot + "/accounts").filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+
+        let purge = try client.callOne("remove dave purge")
+        #expect(purge.error == .internalError, "\(purge.encoded())")
+        #expect(purge.message?.contains("the account is as it was") == true, "\(purge.message ?? "")")
+        #expect(Hostile.listing(daemon.dataRoot + "/accounts").filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") } == before)
+        #expect(Hostile.listing(mount.path) == ["20261126T000000.000Z-v3-manual.sqlite"])
+        #expect(try client.callOne("get user theme dave").parameters["value"] == "dave's")
+        mount.unmount()
+        #expect(try client.callOne("remove dave purge").error == nil)
+        #expect(try Self.filesContaining("dave's", under: daemon.dataRoot) == [])
+    }
+
     /// Finding 9: with `state.json` removed, or replaced by an editor's save-by-rename,
     /// while the daemon ran, an acknowledged Switch was written into the old file and lost
     /// at the next start.

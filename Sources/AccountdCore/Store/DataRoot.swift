@@ -37,7 +37,7 @@ public struct DataRoot: Sendable {
     }
 
     /// Opens the data root at `path` for reading only: nothing is created and no mode is
-    /// changed (``accountd plan``). A missing `accounts/` holds no account.
+    /// changed (`accountd plan`). A missing `accounts/` holds no account.
     ///
     /// - Throws: ``AccountdError`` (`storage`) when `path` is not a folder that can be opened,
     ///   or is a symbolic link.

@@ -35,6 +35,8 @@ import Testing
             #expect(reply.error == .accountCorrupt, "\(request) -> \(reply.encoded())")
             #expect(reply.message?.contains("symbolic link") == true, "\(request) -> \(reply.message ?? "")")
         }
+        let status = try client.callOne("status dave")
+        #expect(status.parameters["state"] == "corrupt" && status.parameters["problem"]?.stringValue?.contains("symbolic link") == true, "\(status.encoded())")
         #expect(Hostile.listing(elsewhere) == elsewhereBefore)
         #expect(Files.bytes(elsewhere + "/unrelated.txt") == Data("nothing to do with accountd\n".utf8))
         #expect(try TableDump.dumpFile(path: daemon.accountPath("dave")) == daveBefore)

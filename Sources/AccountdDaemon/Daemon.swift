@@ -34,10 +34,8 @@ public enum Daemon {
         let root = try DataRoot(settings.dataRoot)
         let lock = try DataRootLock(root: root.path)
         defer { _ = lock }
-        // Leftovers of exports that were interrupted by a crash.
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: root.temporaryDirectory)) ?? [] where file.hasPrefix("export-") {
-            try? FileManager.default.removeItem(atPath: root.temporaryDirectory + "/" + file)
-        }
+        // Leftovers of exports that were interrupted by a crash (never through a link).
+        do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")

@@ -57,6 +57,8 @@ struct MigrateCommand: ParsableCommand {
             throw ExitCode(1)
         }
         defer { _ = lock }
+        // Run as root, what this run creates goes to the data root's owner: the daemon runs as that user.
+        defer { Self.keepOwner(root) }
         let store = AccountStore(root: root, bundle: bundle)
         let names = all ? root.accountNames() : accounts.map { try! AccountName($0) }
         var failed = 0
@@ -76,6 +78,13 @@ struct MigrateCommand: ParsableCommand {
             }
         }
         if failed > 0 { throw ExitCode(1) }
+    }
+
+    /// ``DataRoot/keepOwner()``, its failure said on standard error.
+    static func keepOwner(_ root: DataRoot) {
+        do { try root.keepOwner() } catch {
+            FileHandle.standardError.write(Data("accountd: \(error); give the data root's files back to its owner (chown -R) before starting the daemon\n".utf8))
+        }
     }
 
     private static func ms(_ value: Double) -> String { String(format: "%.1f ms", value) }

@@ -33,7 +33,7 @@ struct PlanCommand: ParsableCommand {
     func run() throws {
         do {
             let started = ContinuousClock.now
-            let store = AccountStore(root: try DataRoot(dataRoot), bundle: try SchemaBundle.load(from: schema))
+            let store = AccountStore(root: try DataRoot(readingOnly: dataRoot), bundle: try SchemaBundle.load(from: schema))
             let loaded = ContinuousClock.now
             let plan = try store.plan(try AccountName(account))
             let planned = ContinuousClock.now

@@ -40,6 +40,8 @@ struct PullCommand: ParsableCommand {
         let name = try! AccountName(account)
         do {
             let root = try DataRoot(dataRoot)
+            // Run as root, what this pull creates goes to the data root's owner: the daemon runs as that user.
+            defer { MigrateCommand.keepOwner(root) }
             let lock: DataRootLock
             do {
                 lock = try DataRootLock(root: root.path)

@@ -64,4 +64,42 @@ import Testing
         try Files.write("garbage", to: path)
         #expect(throws: AccountdError.self) { try ActiveAccountRecord(path: path).read() }
     }
+
+    /// Issue 29, finding 8: the older slot named a purged account. `forget` overwrites it
+    /// with the current record, and the slots still take turns afterwards.
+    @Test func aForgottenAccountLeavesNoByteInEitherSlot() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        let record = ActiveAccountRecord(path: path)
+        try record.save(Self.name("mallory.secret@example.com"))
+        try record.save(Self.name("alice"))
+        #expect(String(decoding: try #require(Files.bytes(path)), as: UTF8.self).contains("mallory"))
+        try record.forget(Self.name("mallory.secret@example.com"))
+        #expect(!String(decoding: try #require(Files.bytes(path)), as: UTF8.self).contains("mallory"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("alice"))
+        #expect(Files.size(path) == 2 * ActiveAccountRecord.slotSize)
+        try record.save(Self.name("bob"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("bob"))
+        try record.forget(Self.name("alice"))
+        #expect(!String(decoding: try #require(Files.bytes(path)), as: UTF8.self).contains("alice"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("bob"))
+    }
+
+    /// Issue 29, finding 9: a save after `state.json` was removed or renamed over wrote
+    /// into the file held open, which nobody reads any more.
+    @Test func aSaveAfterTheFileWasReplacedWritesAFreshOne() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        let record = ActiveAccountRecord(path: path)
+        try record.save(Self.name("alice"))
+        #expect(unlink(path) == 0)
+        try record.save(Self.name("bob"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("bob"))
+        try Files.write(#"{"active":"carol"}"#, to: path + ".new")
+        #expect(rename(path + ".new", path) == 0)
+        try record.save(Self.name("dave"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("dave"))
+        try record.save(Self.name("erin"))
+        #expect(try ActiveAccountRecord(path: path).read() == Self.name("erin"))
+    }
 }

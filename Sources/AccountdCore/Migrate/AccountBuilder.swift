@@ -15,7 +15,8 @@ struct AccountBuilder {
     func build() throws -> SchemaBundle.CreationMethod {
         let final = root.accountPath(account)
         let temp = root.stagingPath(account, .creating)
-        try FileSystem.removeWithCompanions(temp)
+        // Whatever an interrupted creation left there (a file, a folder, a link) goes, unfollowed.
+        try root.clearStaging(account, .creating)
         try FileSystem.createExclusive(temp)
         let method = bundle.creationMethod
         do {

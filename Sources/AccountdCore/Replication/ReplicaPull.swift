@@ -52,8 +52,10 @@ public struct ReplicaPull: Sendable {
         }
         let source = replica.account(account)
         let temp = root.stagingPath(account, .pulling)
-        try FileSystem.removeWithCompanions(temp)
-        defer { try? FileSystem.removeWithCompanions(temp) }
+        // Whatever an earlier pull left there (a file, a folder, a link) goes first, and what
+        // this one leaves goes after it, without following a link.
+        try root.clearStaging(account, .pulling)
+        defer { try? root.clearStaging(account, .pulling) }
         let run = try litestream.run(["restore", "-json", "-o", temp, source])
         guard run.status == 0 else {
             let said = run.errors.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -67,7 +69,7 @@ public struct ReplicaPull: Sendable {
                 account: account.rawValue, file: source)
         }
         let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
-        guard chmod(temp, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
+        try makePrivate(account, staged: temp)
         let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
         try accept(facts.version, facts.lastCompatibleVersion)
         let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "pull"))
@@ -88,5 +90,32 @@ public struct ReplicaPull: Sendable {
                 account: account.rawValue, file: path)
         }
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
+    }
+
+    /// Checks that what `litestream restore` left at the staging name is a regular file,
+    /// not a link, and makes it 0600: opened with `O_NOFOLLOW` and changed through that
+    /// descriptor (`fchmod`), so no link's target is ever changed.
+    ///
+    /// - Throws: `accountCorrupt` when it is a link or not a regular file; `storage` when it
+    ///   cannot be opened or changed.
+    private func makePrivate(_ account: AccountName, staged temp: String) throws {
+        guard let accounts = try root.accountsFolder(for: account) else {
+            throw AccountdError.storage("opening the folder of", path: temp, errno: ENOENT)
+        }
+        let name = root.stagingName(account, .pulling)
+        switch accounts.entry(name) {
+        case .regularFile: break
+        case .symlink:
+            throw AccountdError.corrupt(account, path: temp, "is a symbolic link where Litestream's copy should be; accountd never follows links inside the data root")
+        default:
+            throw AccountdError.corrupt(account, path: temp, "is not a regular file where Litestream's copy should be")
+        }
+        let fd = try accounts.openFile(name, O_RDONLY)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw AccountdError.corrupt(account, path: temp, "is not a regular file where Litestream's copy should be")
+        }
+        guard fchmod(fd, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
     }
 }

@@ -159,9 +159,13 @@ struct SnapshotStore: Sendable {
     ///
     /// - Parameter readingVersions: read each snapshot's version and size from its file;
     ///   false leaves both 0, for retention, which goes by names alone.
+    ///
+    /// The folder is read through ``DataRoot/snapshotFolder(_:)``: a `snapshots/<account>`
+    /// that is a link lists nothing (and every locked operation refuses the account).
     func list(_ account: AccountName, readingVersions: Bool = true) -> [SnapshotInfo] {
         let folder = root.snapshotDirectory(account)
-        return FileSystem.contents(of: folder).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted(by: >).map { file in
+        let names = ((try? root.snapshotFolder(account)) ?? nil)?.names() ?? []
+        return names.filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted(by: >).map { file in
             let path = folder + "/" + file
             let name = String(file.dropLast(".sqlite".count))
             return SnapshotInfo(
@@ -187,27 +191,14 @@ struct SnapshotStore: Sendable {
         return newest
     }
 
+    /// Removes the snapshots retention lets go, through the folder's descriptor: never
+    /// through a link. (A purge erases the whole folder: ``AccountPurge``.)
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
+        guard let folder = try root.snapshotFolder(account) else { return }
         for old in retention.expired(list(account, readingVersions: false), now: now, protected: protected) {
-            try FileSystem.removeIfPresent(old.path)
-            try FileSystem.removeIfPresent(old.path + "-wal")
+            try folder.remove(old.name + ".sqlite")
+            try folder.remove(old.name + ".sqlite-wal")
         }
-    }
-
-    /// Removes every snapshot of the account and its folder, temporaries included (a purge).
-    ///
-    /// - Returns: how many snapshots there were.
-    /// - Throws: `storage` when a file cannot be removed; what was removed stays removed.
-    func removeAll(_ account: AccountName) throws -> Int {
-        let folder = root.snapshotDirectory(account)
-        guard FileSystem.exists(folder) else { return 0 }
-        let count = list(account).count
-        for file in FileSystem.contents(of: folder) {
-            try FileSystem.removeIfPresent(folder + "/" + file)
-        }
-        try FileSystem.removeDirectoryIfPresent(folder)
-        try FileSystem.fsyncDirectory(root.snapshotsDirectory)
-        return count
     }
 
     private func removeStaleTemporaries(_ folder: String) throws {

@@ -38,15 +38,20 @@ extension AccountStore {
     ///
     /// A hold must be this store's (or a store sharing its locks), for `account`, and still
     /// held: anything else is a programmer's mistake.
+    ///
+    /// Before `body`, an account whose folders under the data root are links is refused
+    /// with `accountCorrupt`, nothing changed (``DataRoot/refuseLinkedFolders(_:)``).
     func underLock<T>(_ account: AccountName, holding hold: AccountHold?, _ body: () throws -> T) throws -> T {
         if let hold {
             precondition(hold.account == account, "a hold of account \(hold.account) was passed for account \(account)")
             precondition(hold.locks === locks, "a hold of account \(account) from a store with other locks was passed")
             precondition(hold.isHeld, "a released hold of account \(account) was passed")
+            try root.refuseLinkedFolders(account)
             return try body()
         }
         let taken = try holdBlocking(account)
         defer { taken.release() }
+        try root.refuseLinkedFolders(account)
         return try body()
     }
 }

@@ -13,19 +13,38 @@ extension AccountStore {
     /// an account is erased on request (a replica off the host is the operator's to erase). A purge also erases what is left of
     /// an account that was removed before (its snapshots).
     ///
+    /// A purge is all or nothing (``AccountPurge``): everything of the account is first moved
+    /// aside by renames inside the data root, then deleted; what a failed purge, pull,
+    /// creation or restore left behind is erased by the next purge, whatever it is. Nothing is
+    /// ever removed through a link: an account whose file or folders are links is refused with
+    /// `accountCorrupt`, nothing changed.
+    ///
     /// - Parameter prepare: runs under the account's lock before anything is changed: the
     ///   daemon closes its handles on the file there and refuses the active account. What it
     ///   throws ends the removal with nothing changed.
     /// - Throws: ``AccountdError``: `accountNotFound` when there is nothing of the account to
-    ///   remove, `accountBusy`, `storage`, or what `prepare` throws.
+    ///   remove, `accountCorrupt` when its file or a folder of it is a link, `accountBusy`,
+    ///   `storage`, or what `prepare` throws.
     public func remove(
         _ account: AccountName, purge: Bool, holding hold: AccountHold? = nil, prepare: () throws -> Void = {}
     ) throws -> RemoveOutcome {
         try underLock(account, holding: hold) {
             let path = root.accountPath(account)
-            let hasFile = FileSystem.entry(at: path) != .missing
-            let hasSnapshots = FileSystem.exists(root.snapshotDirectory(account))
-            guard hasFile || (purge && hasSnapshots) else {
+            let accounts = try root.accountsFolder(for: account)
+            let file = account.rawValue + ".sqlite"
+            switch accounts?.entry(file) ?? .missing {
+            case .symlink:
+                throw AccountdError.corrupt(
+                    account, path: path, "is a symbolic link; accountd never follows links inside the data root and removes nothing through one")
+            case .directory, .other:
+                throw AccountdError.corrupt(account, path: path, "is not a regular file; accountd removes nothing that is not its own file")
+            case .missing, .regularFile:
+                break
+            }
+            let hasFile = accounts?.entry(file) != .missing
+            let hasSnapshots = try root.snapshotFolder(account) != nil
+            let purging = AccountPurge(root: root, account: account)
+            guard try hasFile || (purge && (hasSnapshots || purging.hasLeftovers(accounts: accounts))) else {
                 let hint =
                     hasSnapshots
                     ? "; its snapshots remain: 'accountctl restore \(account)' brings it back, 'accountctl remove \(account) --purge' erases them"
@@ -36,24 +55,19 @@ extension AccountStore {
             known.withLock { $0[account] = nil }
             checked.withLock { $0[account] = nil }
             var outcome = RemoveOutcome(account: account, purged: purge, snapshot: nil, snapshotsErased: 0)
-            if !purge {
-                let readable = (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil
-                outcome.snapshot =
-                    try readable
-                    ? snapshots.take(account, source: path, reason: "before-remove")
-                    : snapshots.takeRaw(account, source: path, reason: "before-remove-unreadable")
-            }
-            try FileSystem.removeWithCompanions(path)
             if purge {
-                for staging in DataRoot.Staging.allCases { try FileSystem.removeWithCompanions(root.stagingPath(account, staging)) }
-                let temporary = (try? FileManager.default.contentsOfDirectory(atPath: root.temporaryDirectory)) ?? []
-                for file in temporary where Exporter.isStagedCopy(file, of: account) {
-                    try FileSystem.removeWithCompanions(root.temporaryDirectory + "/" + file)
-                }
-                try FileSystem.removeTreeIfPresent(root.litestreamStatePath(account))
-                outcome.snapshotsErased = try snapshots.removeAll(account)
+                outcome.snapshotsErased = try purging.run(accounts: accounts)
+                return outcome
             }
-            try FileSystem.fsyncDirectory(root.accountsDirectory)
+            let readable = (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil
+            outcome.snapshot =
+                try readable
+                ? snapshots.take(account, source: path, reason: "before-remove")
+                : snapshots.takeRaw(account, source: path, reason: "before-remove-unreadable")
+            if let accounts {
+                for suffix in ["", "-wal", "-shm", "-journal"] { try accounts.remove(file + suffix) }
+                try accounts.sync()
+            }
             return outcome
         }
     }

@@ -58,7 +58,8 @@ extension AccountStore {
                 }
             }
             let temp = root.stagingPath(account, .restoring)
-            try FileSystem.removeWithCompanions(temp)
+            // Whatever an interrupted restore left there (a file, a folder, a link) goes, unfollowed.
+            try root.clearStaging(account, .restoring)
             do {
                 try ReadOnlyFile(chosen.path).copy(to: temp)
                 try Self.useWAL(temp)
@@ -67,7 +68,7 @@ extension AccountStore {
                     try FileSystem.removeWithCompanions(temp)
                 }
             } catch {
-                try? FileSystem.removeWithCompanions(temp)
+                try? root.clearStaging(account, .restoring)
                 throw error
             }
             if !inPlace {

@@ -267,6 +267,7 @@ public final class AccountStore: Sendable {
             sizeBytes: sizeOnDisk(account), createdAt: nil, lastMigration: nil, editedMigrations: [], problem: nil)
         guard status.exists else { return status }
         do {
+            try root.refuseLinkedFolders(account)
             let facts = try readFacts(account)
             status.version = facts.version
             status.createdAt = facts.createdAt

@@ -25,6 +25,11 @@ import Darwin
 /// answer, as the switch was not acknowledged before the sync returned. A file of one JSON
 /// object with `active` (as an operator may write by hand) is read too, and the next
 /// switch rewrites it in the two-slot form (atomically: temporary file, rename).
+///
+/// The file is kept open between saves. Before each write, the open file is compared with
+/// what is at the path now (`st_dev`, `st_ino`, not following a link): when `state.json` was
+/// removed or replaced (by an editor's save-by-rename, say), the record is written afresh at
+/// the path, durably, rather than into a file nobody will read.
 public final class ActiveAccountRecord: Sendable {
     /// The size of a slot: one disk sector.
     public static let slotSize = 512
@@ -59,7 +64,10 @@ public final class ActiveAccountRecord: Sendable {
     /// - Throws: ``AccountdError`` (`storage`) when the file cannot be written or synced.
     public func save(_ account: AccountName?) throws {
         try file.withLock { file in
-            guard var open = file else {
+            guard var open = file, Self.isAtPath(open.descriptor, path) else {
+                // None open yet, or the open file is no longer state.json (removed or replaced).
+                if let open = file { close(open.descriptor) }
+                file = nil
                 file = try create(account)
                 return
             }
@@ -76,6 +84,69 @@ public final class ActiveAccountRecord: Sendable {
             }
             file = open
         }
+    }
+
+    /// Erases every mention of `account` from the file, after a purge: the slot holding the
+    /// record before the current one may name it, and no byte of a purged account may stay
+    /// under the data root. That slot is overwritten in place with the current record (a
+    /// torn write there leaves the current slot to be read), and synced; a file not in the
+    /// two-slot form, or not the one held open, is rewritten whole, atomically.
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when the file cannot be written or synced.
+    public func forget(_ account: AccountName) throws {
+        try file.withLock { file in
+            guard let data = (try? Self.contents(path)) ?? nil, Self.mentions(account, in: data) else { return }
+            let current = ((try? Self.read(path)) ?? nil)?.account
+            if let open = file, data.count == 2 * Self.slotSize, Self.isAtPath(open.descriptor, path) {
+                let slot = Self.slot(current, generation: open.generation)
+                let older = off_t((open.generation + 1) % 2) * off_t(Self.slotSize)
+                let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, older) }
+                guard written == slot.count, fdatasync(open.descriptor) == 0 else {
+                    let failure = errno
+                    close(open.descriptor)
+                    file = nil
+                    throw AccountdError.storage("erasing account \(account) from", path: path, errno: failure)
+                }
+                return
+            }
+            if let open = file { close(open.descriptor) }
+            file = nil
+            file = try create(current)
+        }
+    }
+
+    /// The bytes of the file at `path` (at most 64 KiB: a record is 1 KiB), read without
+    /// following a link; nil when there is no file.
+    ///
+    /// - Throws: `storage` when it is a link or cannot be read.
+    private static func contents(_ path: String) throws -> [UInt8]? {
+        switch FileSystem.entry(at: path) {
+        case .missing:
+            return nil
+        case .symlink:
+            throw AccountdError(
+                .storage, "\(path) is a symbolic link, which accountd does not follow; the next switch writes the file afresh in its place",
+                file: path)
+        default:
+            let file = try ReadOnlyFile(path)
+            defer { file.close() }
+            return try file.prefix(count: 1 << 16)
+        }
+    }
+
+    /// Whether `bytes` hold `account`'s name as a JSON string.
+    private static func mentions(_ account: AccountName, in bytes: [UInt8]) -> Bool {
+        let needle = Array("\"\(account.rawValue)\"".utf8)
+        guard bytes.count >= needle.count else { return false }
+        return (0...(bytes.count - needle.count)).contains { start in bytes[start..<(start + needle.count)].elementsEqual(needle) }
+    }
+
+    /// Whether `descriptor` is the file at `path` now, the path not followed if it is a link.
+    private static func isAtPath(_ descriptor: Int32, _ path: String) -> Bool {
+        var held = stat()
+        var named = stat()
+        guard fstat(descriptor, &held) == 0, fstatat(AT_FDCWD, path, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return held.st_dev == named.st_dev && held.st_ino == named.st_ino
     }
 
     /// Writes a new two-slot file holding `account` in both slots, atomically, and opens it.
@@ -97,11 +168,7 @@ public final class ActiveAccountRecord: Sendable {
 
     /// The record in the file at `path`, nil when there is no file.
     static func read(_ path: String) throws -> Saved? {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileSystem.exists(path) { throw AccountdError.storage("reading", path: path, errno: errno) }
-            return nil
-        }
-        let bytes = [UInt8](data)
+        guard let bytes = try contents(path) else { return nil }
         var found: (value: JSONValue, generation: Int64)?
         if bytes.count == 2 * slotSize {
             for half in [bytes[0..<slotSize], bytes[slotSize...]] {

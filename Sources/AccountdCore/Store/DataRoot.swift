@@ -13,9 +13,17 @@ import Foundation
 ///
 /// Folders are 0700 and files 0600: nothing under the data root is ever
 /// world-readable. Paths are built only from validated ``AccountName``s.
+///
+/// The data root is opened once as a folder (``folder``); what removes, moves, lists or
+/// stages files reaches them relative to it, one name at a time, never through a link
+/// (``DataRootFolder``). SQLite opens account files by path, so every locked operation of
+/// the store first checks that none of the account's folders is a link
+/// (``refuseLinkedFolders(_:)``), and ``AccountInspector`` that the file is not one.
 public struct DataRoot: Sendable {
     /// The absolute path of the data root.
     public let path: String
+    /// The data root, opened once.
+    public let folder: DataRootFolder
 
     /// Opens (and creates, if needed) the data root at `path`, tightening folder modes to 0700.
     ///
@@ -23,8 +31,23 @@ public struct DataRoot: Sendable {
     public init(_ path: String) throws {
         self.path = URL(fileURLWithPath: path).standardizedFileURL.path
         try FileSystem.ensureDirectory(self.path)
+        folder = try DataRootFolder.root(self.path)
         try FileSystem.ensureDirectory(accountsDirectory)
         try FileSystem.ensureDirectory(snapshotsDirectory)
+    }
+
+    /// Opens the data root at `path` for reading only: nothing is created and no mode is
+    /// changed (`accountd plan`). A missing `accounts/` holds no account.
+    ///
+    /// - Throws: ``AccountdError`` (`storage`) when `path` is not a folder that can be opened,
+    ///   or is a symbolic link.
+    public init(readingOnly path: String) throws {
+        self.path = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard FileSystem.entry(at: self.path) == .directory else {
+            throw AccountdError(
+                .storage, "the data root \(self.path) is not a folder (symlinks are not followed); check --data-root", file: self.path)
+        }
+        folder = try DataRootFolder.root(self.path)
     }
 
     public var accountsDirectory: String { path + "/accounts" }
@@ -66,9 +89,10 @@ public struct DataRoot: Sendable {
     }
 
     /// Every account that has a file, sorted by name. Files whose names are not valid
-    /// account names (temporary files, strays) are not accounts and are left out.
+    /// account names (temporary files, strays) are not accounts and are left out; an
+    /// `accounts/` that is a link holds none.
     public func accountNames() -> [AccountName] {
-        FileSystem.contents(of: accountsDirectory).compactMap { file -> AccountName? in
+        ((try? folder.subfolder("accounts"))??.names() ?? []).compactMap { file -> AccountName? in
             guard file.hasSuffix(".sqlite") else { return nil }
             return try? AccountName(String(file.dropLast(".sqlite".count)))
         }.sorted()

@@ -9,6 +9,9 @@ import Foundation
 /// The few filesystem operations the store needs, with the durability and
 /// permission rules spelled out: folders 0700, files 0600, no symlinks followed,
 /// and every atomic replacement done as temp file, fsync, rename, fsync folder.
+///
+/// These take paths. What removes, moves or lists whole sets of an account's files goes
+/// through ``DataRootFolder`` instead, relative to the data root's descriptor.
 enum FileSystem {
     /// What sits at a path, looked at without following a symlink.
     enum Entry: Equatable {
@@ -130,22 +133,6 @@ enum FileSystem {
     /// missing files are not an error.
     static func removeWithCompanions(_ path: String) throws {
         for suffix in ["", "-wal", "-shm", "-journal"] { try removeIfPresent(path + suffix) }
-    }
-
-    /// Removes an empty folder; a missing folder is not an error.
-    static func removeDirectoryIfPresent(_ path: String) throws {
-        guard rmdir(path) == 0 || errno == ENOENT else {
-            throw AccountdError.storage("removing the folder", path: path, errno: errno)
-        }
-    }
-
-    /// Removes a folder and everything in it; a missing folder is not an error. A symbolic
-    /// link is removed itself, never followed.
-    static func removeTreeIfPresent(_ path: String) throws {
-        guard entry(at: path) != .missing else { return }
-        do { try FileManager.default.removeItem(atPath: path) } catch {
-            throw AccountdError(.storage, "removing \(path) failed: \(ErrorText.of(error))", file: path)
-        }
     }
 
     /// Replaces `path` with `data` atomically: a reader sees the old bytes or the new, never a mix,

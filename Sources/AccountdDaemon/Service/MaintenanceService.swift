@@ -102,12 +102,14 @@ struct MaintenanceService: Sendable {
             try await pool.run {
                 var marked = false
                 defer { if marked { switching.endRemoval(account) } }
-                return try store.remove(account, purge: purge, holding: hold) {
+                let outcome = try store.remove(account, purge: purge, holding: hold) {
                     try switching.beginRemoval(account)
                     marked = true
                     preferences.close(account)
                     try replication.release(account)
                 }
+                if purge { try switching.forgetPurged(account) }
+                return outcome
             }
         }
         if outcome.snapshot != nil { metrics.snapshot(.remove) }

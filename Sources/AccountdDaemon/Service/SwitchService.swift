@@ -197,6 +197,22 @@ final class SwitchService: Sendable {
         _ = state.withLock { $0.removing.remove(account) }
     }
 
+    /// Erases a purged account's name from `state.json` (its older slot may name it).
+    /// Blocking: call it on a pool thread.
+    ///
+    /// - Throws: `storage`, saying the purge itself is done, when the file cannot be written.
+    func forgetPurged(_ account: AccountName) throws {
+        do {
+            try record.forget(account)
+        } catch {
+            throw AccountdError(
+                .storage,
+                "account \(account) was purged, but erasing its name from \(root.statePath) failed: \(error); "
+                    + "switch once (any account) to rewrite the file",
+                account: account.rawValue, file: root.statePath)
+        }
+    }
+
     private func logSwitch(_ outcome: OpenOutcome) {
         var metadata: Logger.Metadata = ["account": "\(outcome.account)"]
         switch outcome.action {

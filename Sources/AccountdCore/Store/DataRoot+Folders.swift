@@ -1,0 +1,64 @@
+import AccountdProtocol
+
+extension DataRoot {
+    /// `accounts/`, opened without following a link; nil when it is missing.
+    ///
+    /// - Throws: `accountCorrupt` (naming `account`) when it is a link or not a folder.
+    func accountsFolder(for account: AccountName? = nil) throws -> DataRootFolder? {
+        try folder.subfolder("accounts", account: account)
+    }
+
+    /// `snapshots/<account>`, opened without following a link; nil when it (or `snapshots/`)
+    /// is missing.
+    ///
+    /// - Throws: `accountCorrupt` when `snapshots/` or the account's folder is a link or not a folder.
+    func snapshotFolder(_ account: AccountName) throws -> DataRootFolder? {
+        try folder.subfolder("snapshots", account: account)?.subfolder(account.rawValue, account: account)
+    }
+
+    /// Refuses, with `accountCorrupt`, an account whose folders under the data root
+    /// (`accounts/`, `snapshots/`, `snapshots/<account>`) are links or not folders, before
+    /// anything is read or changed: SQLite and the snapshot code reach files by path, and
+    /// would follow such a link out of the data root. Missing folders are not refused.
+    ///
+    /// Three `fstatat` calls; every locked operation of the store makes them first.
+    public func refuseLinkedFolders(_ account: AccountName) throws {
+        for name in ["accounts", "snapshots", "snapshots/" + account.rawValue] {
+            let found = folder.entry(name)
+            guard found == .missing || found == .directory else {
+                throw DataRootFolder.notAFolder(path + "/" + name, found, account: account)
+            }
+        }
+    }
+
+    /// `.<account>.sqlite.<staging>`, the name in `accounts/` of ``stagingPath(_:_:)``.
+    func stagingName(_ account: AccountName, _ staging: Staging) -> String {
+        "." + account.rawValue + ".sqlite." + staging.rawValue
+    }
+
+    /// Removes what an earlier, interrupted operation left at the staging name of `account`
+    /// and beside it (`-wal`, `-shm`, `-journal`), whatever it is: a file, a folder with what
+    /// is in it, or a link (the link itself, never what it points to).
+    ///
+    /// - Throws: `accountCorrupt` when `accounts/` is a link; `storage` when a leftover
+    ///   cannot be removed.
+    func clearStaging(_ account: AccountName, _ staging: Staging) throws {
+        guard let accounts = try accountsFolder(for: account) else { return }
+        let name = stagingName(account, staging)
+        for suffix in ["", "-wal", "-shm", "-journal"] { try accounts.remove(name + suffix) }
+    }
+
+    /// Removes the copies that exports staged in `tmp/` (`export-*`) and a crash left behind,
+    /// through the folder's descriptor: a `tmp` that is a link is left alone, never followed.
+    ///
+    /// - Returns: how many were removed.
+    /// - Throws: `accountCorrupt` when `tmp` is a link or not a folder; `storage` when a copy
+    ///   cannot be removed.
+    @discardableResult
+    public func clearStagedExports() throws -> Int {
+        guard let temporary = try folder.subfolder("tmp") else { return 0 }
+        let staged = temporary.names().filter { $0.hasPrefix("export-") }
+        for name in staged { try temporary.remove(name) }
+        return staged.count
+    }
+}

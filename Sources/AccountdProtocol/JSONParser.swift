@@ -2,8 +2,19 @@
 public struct JSONParser {
     /// Why a text is not JSON, with the byte offset where parsing stopped.
     public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
+        /// Which rule the text broke.
+        public enum Kind: Hashable, Sendable {
+            /// The text is not JSON (RFC 8259).
+            case syntax
+            /// Arrays and objects nest deeper than the parser's limit.
+            case tooDeep
+            /// An integer outside the 64-bit range, which a ``JSONValue`` cannot keep exactly.
+            case integerOutOfRange
+        }
+
         public var reason: String
         public var offset: Int
+        public var kind: Kind = .syntax
         public var description: String { "\(reason) at byte \(offset)" }
     }
 
@@ -11,8 +22,14 @@ public struct JSONParser {
     public static let maximumDepth = 128
 
     /// Parses one JSON value that must fill the whole input (white space aside).
-    public static func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
-        var parser = JSONParser(bytes: Array(bytes))
+    ///
+    /// An integer (a number without a fraction or an exponent) outside the 64-bit range is
+    /// refused, as no ``JSONValue`` keeps it exactly; a real of any size (`1.5e300`) is read.
+    ///
+    /// - Parameter maximumDepth: how deeply arrays and objects may nest, at most
+    ///   ``maximumDepth``: a caller that wraps the value in more levels passes fewer.
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = maximumDepth) throws(Failure) -> JSONValue {
+        var parser = JSONParser(bytes: Array(bytes), depthLimit: min(maximumDepth, Self.maximumDepth))
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -21,14 +38,22 @@ public struct JSONParser {
     }
 
     /// Parses a JSON text given as a string.
-    public static func parse(_ text: String) throws(Failure) -> JSONValue {
-        try parse(Array(text.utf8))
+    public static func parse(_ text: String, maximumDepth: Int = maximumDepth) throws(Failure) -> JSONValue {
+        try parse(Array(text.utf8), maximumDepth: maximumDepth)
     }
 
     private let bytes: [UInt8]
+    private let depthLimit: Int
     private var index = 0
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], depthLimit: Int) {
+        self.bytes = bytes
+        self.depthLimit = depthLimit
+    }
+
+    private func tooDeep() -> Failure {
+        Failure(reason: "JSON nested more than \(depthLimit) levels deep", offset: index, kind: .tooDeep)
+    }
 
     private func fail(_ reason: String) -> Failure { Failure(reason: reason, offset: index) }
 
@@ -64,7 +89,7 @@ public struct JSONParser {
     }
 
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw fail("JSON nested more than \(Self.maximumDepth) levels deep") }
+        guard depth <= depthLimit else { throw tooDeep() }
         index += 1
         var pairs: [(String, JSONValue)] = []
         var seen: Set<String> = []
@@ -96,7 +121,7 @@ public struct JSONParser {
     }
 
     private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw fail("JSON nested more than \(Self.maximumDepth) levels deep") }
+        guard depth <= depthLimit else { throw tooDeep() }
         index += 1
         var items: [JSONValue] = []
         skipWhitespace()
@@ -143,7 +168,16 @@ public struct JSONParser {
             while index < bytes.count, Self.isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
+        if isInteger {
+            guard let value = Int64(text) else {
+                let shown = text.count > 40 ? text.prefix(40) + "…" : Substring(text)
+                throw Failure(
+                    reason: "the integer \(shown) is outside the 64-bit range (\(Int64.min) to \(Int64.max)), the integers kept exactly; "
+                        + "send it as a string, or as a real (with a fraction or an exponent) if an approximation will do",
+                    offset: start, kind: .integerOutOfRange)
+            }
+            return .int(value)
+        }
         guard let value = Double(text), value.isFinite else { throw Failure(reason: "number out of range", offset: start) }
         return .double(value)
     }

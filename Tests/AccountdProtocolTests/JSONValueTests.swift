@@ -57,7 +57,10 @@ struct JSONValueTests {
     /// same magnitude written as a real is read as one.
     @Test func integersBeyondInt64AreRefusedNotRounded() throws {
         #expect(try JSONParser.parse("[9223372036854775807,-9223372036854775808]") == [.int(Int64.max), .int(Int64.min)])
-        for text in ["[1,9223372036854775808]", "-9223372036854775809", "18446744073709551615"] {
+        for text in [
+            "[1,9223372036854775808]", "9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
+            "123456789012345678901234567890",
+        ] {
             let failure = #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(text) }
             #expect(failure?.kind == .integerOutOfRange, "\(text)")
         }

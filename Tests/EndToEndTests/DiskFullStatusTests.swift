@@ -28,7 +28,8 @@ import Testing
         defer { _ = E2E.stop(daemon) }
         let client = try Hostile.client(daemon.socket, timeout: 30)
         #expect(try client.callOne("switch bob").error == nil)
-        #expect(try client.callOne("status alice").parameters["state"] == "current")
+        // alice is not looked at before the disk is full: what the daemon remembers of a file
+        // it has read would answer without opening it.
         let filler = dataRoot + "/filler"
         Hostile.fillLeaving(0, folder: dataRoot, path: filler)
 

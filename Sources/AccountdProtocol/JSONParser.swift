@@ -15,6 +15,10 @@ public struct JSONParser {
         public var reason: String
         public var offset: Int
         public var kind: Kind = .syntax
+        /// For a failure of kind other than `syntax`: the keys of the objects it is inside, at
+        /// the two outermost levels ("[]" for an array), e.g. `["parameters", "value"]` for
+        /// one inside a request's `value` parameter.
+        public var path: [String] = []
         public var description: String { "\(reason) at byte \(offset)" }
     }
 
@@ -45,6 +49,8 @@ public struct JSONParser {
     private let bytes: [UInt8]
     private let depthLimit: Int
     private var index = 0
+    /// The keys the parser is inside at the two outermost levels, for ``Failure/path``.
+    private var outerKeys: [String] = []
 
     private init(bytes: [UInt8], depthLimit: Int) {
         self.bytes = bytes
@@ -52,7 +58,14 @@ public struct JSONParser {
     }
 
     private func tooDeep() -> Failure {
-        Failure(reason: "JSON nested more than \(depthLimit) levels deep", offset: index, kind: .tooDeep)
+        Failure(reason: "JSON nested more than \(depthLimit) levels deep", offset: index, kind: .tooDeep, path: outerKeys)
+    }
+
+    /// Notes that the parser entered `key` (an object's key, or "[]" for an array's items) at `depth`.
+    private mutating func enter(_ key: String, depth: Int) {
+        guard depth <= 2 else { return }
+        if outerKeys.count >= depth { outerKeys.removeSubrange((depth - 1)...) }
+        outerKeys.append(key)
     }
 
     private func fail(_ reason: String) -> Failure { Failure(reason: reason, offset: index) }
@@ -103,6 +116,7 @@ public struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try parseString()
             guard seen.insert(key).inserted else { throw fail("duplicate key \"\(key)\"") }
+            enter(key, depth: depth)
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -123,6 +137,7 @@ public struct JSONParser {
     private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= depthLimit else { throw tooDeep() }
         index += 1
+        enter("[]", depth: depth)
         var items: [JSONValue] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
@@ -174,7 +189,7 @@ public struct JSONParser {
                 throw Failure(
                     reason: "the integer \(shown) is outside the 64-bit range (\(Int64.min) to \(Int64.max)), the integers kept exactly; "
                         + "send it as a string, or as a real (with a fraction or an exponent) if an approximation will do",
-                    offset: start, kind: .integerOutOfRange)
+                    offset: start, kind: .integerOutOfRange, path: outerKeys)
             }
             return .int(value)
         }

@@ -60,8 +60,9 @@ public struct Request: Sendable {
         do {
             value = try JSONParser.parse(bytes)
         } catch {
-            // Valid JSON beyond a value's limits gets the same refusal as in the inline form.
-            throw ValueLimits.refusal(error) ?? ProtocolError(.invalidRequest, "the request is not valid JSON: \(error)")
+            // A value beyond its limits gets the same refusal as in the inline form.
+            if error.path == ["parameters", "value"], let refusal = ValueLimits.refusal(error) { throw refusal }
+            throw ProtocolError(.invalidRequest, "the request is not valid JSON: \(error)")
         }
         guard case .object(let pairs) = value else { throw ProtocolError(.invalidRequest, "a JSON request must be an object") }
         for (key, _) in pairs where !["method", "parameters", "more", "oneway", "upgrade"].contains(key) {

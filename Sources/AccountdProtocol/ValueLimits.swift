@@ -22,7 +22,9 @@ public enum ValueLimits {
     ///
     /// A value nested too deeply is reported the same way whether the parser stopped at the
     /// value's own limit (inline `set`) or at the whole request's (a JSON request, whose own
-    /// two levels come first), so both forms refuse the same values with the same error.
+    /// two levels come first; there only a failure whose ``JSONParser/Failure/path`` is
+    /// `["parameters", "value"]` is the value's), so both forms refuse the same values with
+    /// the same error.
     public static func refusal(_ failure: JSONParser.Failure) -> ProtocolError? {
         switch failure.kind {
         case .syntax:

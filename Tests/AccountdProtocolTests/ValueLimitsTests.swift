@@ -58,6 +58,14 @@ struct ValueLimitsTests {
         #expect(inline?.message == json?.message)
     }
 
+    @Test("Nesting too deep outside a Set value is still InvalidRequest", arguments: [
+        String(repeating: #"{"a":"#, count: 300), #"{"method":"io.accountd.Status","parameters":{"account":\#(nested(200))}}"#,
+        #"{"method":"io.accountd.Set","parameters":[\#(nested(200))]}"#,
+    ])
+    func deepElsewhere(line: String) {
+        #expect(requestFailure(line)?.name == .invalidRequest)
+    }
+
     @Test("An integer beyond 64 bits is refused, not rounded, in both forms", arguments: [
         "18446744073709551615", "9223372036854775808", "-9223372036854775809", "1" + String(repeating: "0", count: 400),
         "[1,{\"n\":18446744073709551615}]",

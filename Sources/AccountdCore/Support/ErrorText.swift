@@ -44,3 +44,17 @@ extension ErrorText {
         }
     }
 }
+
+extension AccountdError {
+    /// What to tell a client about an error no code path named, when it is the disk's doing
+    /// (SQLite's `SQLITE_FULL`, or `SQLITE_IOERR` but a short read): e.g. "the disk is full";
+    /// nil for any other error.
+    public static func diskText(of error: any Error) -> String? {
+        guard let error = error as? DatabaseError else { return nil }
+        switch error.resultCode.primaryResultCode {
+        case .SQLITE_FULL: return ErrorText.of(error)
+        case .SQLITE_IOERR where error.extendedResultCode != .SQLITE_IOERR_SHORT_READ: return ErrorText.of(error)
+        default: return nil
+        }
+    }
+}

@@ -7,10 +7,10 @@ import Synchronization
 /// Publishing never waits for the watcher. While the watcher is behind (its client is not
 /// reading, so its replies cannot be written), events wait here, at most ``limit`` of them
 /// and at most ``byteLimit`` bytes of them (the newest event is always kept, however large:
-/// a request's size bounds it); past either bound the oldest are dropped and counted. The next event the watcher takes is then
-/// `{"event":"missed","count":N}`, before the newest events that were kept, so a client
-/// always knows how many it did not see (the events it got plus the ones it missed are
-/// all that were published since it subscribed).
+/// a request's size bounds it); past either bound the oldest are dropped and counted. The
+/// next event the watcher takes is then `{"event":"missed","count":N}`, before the newest
+/// events that were kept, so a client always knows how many it did not see (the events it
+/// got plus the ones it missed are all that were published since it subscribed).
 ///
 /// The consumer waits for events on a continuation, woken by the next publish: nothing
 /// polls or sleeps.

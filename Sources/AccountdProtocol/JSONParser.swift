@@ -2,8 +2,23 @@
 public struct JSONParser {
     /// Why a text is not JSON, with the byte offset where parsing stopped.
     public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
+        /// Which rule the text broke.
+        public enum Kind: Hashable, Sendable {
+            /// The text is not JSON (RFC 8259).
+            case syntax
+            /// Arrays and objects nest deeper than the parser's limit.
+            case tooDeep
+            /// An integer outside the 64-bit range, which a ``JSONValue`` cannot keep exactly.
+            case integerOutOfRange
+        }
+
         public var reason: String
         public var offset: Int
+        public var kind: Kind = .syntax
+        /// For a failure of kind other than `syntax`: the keys of the objects it is inside, at
+        /// the two outermost levels ("[]" for an array), e.g. `["parameters", "value"]` for
+        /// one inside a request's `value` parameter.
+        public var path: [String] = []
         public var description: String { "\(reason) at byte \(offset)" }
     }
 
@@ -11,8 +26,14 @@ public struct JSONParser {
     public static let maximumDepth = 128
 
     /// Parses one JSON value that must fill the whole input (white space aside).
-    public static func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
-        var parser = JSONParser(bytes: Array(bytes))
+    ///
+    /// An integer (a number without a fraction or an exponent) outside the 64-bit range is
+    /// refused, as no ``JSONValue`` keeps it exactly; a real of any size (`1.5e300`) is read.
+    ///
+    /// - Parameter maximumDepth: how deeply arrays and objects may nest, at most
+    ///   ``maximumDepth``: a caller that wraps the value in more levels passes fewer.
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = maximumDepth) throws(Failure) -> JSONValue {
+        var parser = JSONParser(bytes: Array(bytes), depthLimit: min(maximumDepth, Self.maximumDepth))
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -21,14 +42,31 @@ public struct JSONParser {
     }
 
     /// Parses a JSON text given as a string.
-    public static func parse(_ text: String) throws(Failure) -> JSONValue {
-        try parse(Array(text.utf8))
+    public static func parse(_ text: String, maximumDepth: Int = maximumDepth) throws(Failure) -> JSONValue {
+        try parse(Array(text.utf8), maximumDepth: maximumDepth)
     }
 
     private let bytes: [UInt8]
+    private let depthLimit: Int
     private var index = 0
+    /// The keys the parser is inside at the two outermost levels, for ``Failure/path``.
+    private var outerKeys: [String] = []
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], depthLimit: Int) {
+        self.bytes = bytes
+        self.depthLimit = depthLimit
+    }
+
+    private func tooDeep() -> Failure {
+        Failure(reason: "JSON nested more than \(depthLimit) levels deep", offset: index, kind: .tooDeep, path: outerKeys)
+    }
+
+    /// Notes that the parser entered `key` (an object's key, or "[]" for an array's items) at `depth`.
+    private mutating func enter(_ key: String, depth: Int) {
+        guard depth <= 2 else { return }
+        if outerKeys.count >= depth { outerKeys.removeSubrange((depth - 1)...) }
+        outerKeys.append(key)
+    }
 
     private func fail(_ reason: String) -> Failure { Failure(reason: reason, offset: index) }
 
@@ -64,7 +102,7 @@ public struct JSONParser {
     }
 
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw fail("JSON nested more than \(Self.maximumDepth) levels deep") }
+        guard depth <= depthLimit else { throw tooDeep() }
         index += 1
         var pairs: [(String, JSONValue)] = []
         var seen: Set<String> = []
@@ -78,6 +116,7 @@ public struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try parseString()
             guard seen.insert(key).inserted else { throw fail("duplicate key \"\(key)\"") }
+            enter(key, depth: depth)
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -96,8 +135,9 @@ public struct JSONParser {
     }
 
     private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw fail("JSON nested more than \(Self.maximumDepth) levels deep") }
+        guard depth <= depthLimit else { throw tooDeep() }
         index += 1
+        enter("[]", depth: depth)
         var items: [JSONValue] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
@@ -143,7 +183,16 @@ public struct JSONParser {
             while index < bytes.count, Self.isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
+        if isInteger {
+            guard let value = Int64(text) else {
+                let shown = text.count > 40 ? text.prefix(40) + "…" : Substring(text)
+                throw Failure(
+                    reason: "the integer \(shown) is outside the 64-bit range (\(Int64.min) to \(Int64.max)), the integers kept exactly; "
+                        + "send it as a string, or as a real (with a fraction or an exponent) if an approximation will do",
+                    offset: start, kind: .integerOutOfRange, path: outerKeys)
+            }
+            return .int(value)
+        }
         guard let value = Double(text), value.isFinite else { throw Failure(reason: "number out of range", offset: start) }
         return .double(value)
     }

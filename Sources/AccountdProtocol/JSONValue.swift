@@ -1,6 +1,7 @@
 /// A JSON value that round-trips exactly.
 ///
-/// Integers stay integers (64-bit, no detour through `Double`), reals keep their
+/// Integers stay integers (64-bit, no detour through `Double`; the parser refuses an
+/// integer beyond 64 bits rather than round it), reals keep their
 /// shortest round-trip form, and objects keep their key order. The parser is strict
 /// (RFC 8259), rejects invalid UTF-8, and limits nesting depth, so hostile input
 /// gets an error instead of exhausting the stack.

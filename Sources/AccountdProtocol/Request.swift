@@ -31,7 +31,7 @@ public struct Request: Sendable {
     /// - Returns: nil for a blank line, which is not a request.
     /// - Throws: ``ProtocolError``: `InvalidRequest` (not UTF-8, not JSON, no method),
     ///   `MethodNotFound`, `InvalidParameter`, `InvalidValue` (an inline `set` whose value
-    ///   is not JSON), `InvalidAccountName`.
+    ///   is not JSON, or JSON beyond ``ValueLimits`` in either form), `InvalidAccountName`.
     public static func decode(_ line: [UInt8]) throws(ProtocolError) -> Request? {
         guard let text = String(validatingUTF8Bytes: line) else {
             throw ProtocolError(.invalidRequest, "the request is not valid UTF-8")
@@ -60,6 +60,8 @@ public struct Request: Sendable {
         do {
             value = try JSONParser.parse(bytes)
         } catch {
+            // A value beyond its limits gets the same refusal as in the inline form.
+            if error.path == ["parameters", "value"], let refusal = ValueLimits.refusal(error) { throw refusal }
             throw ProtocolError(.invalidRequest, "the request is not valid JSON: \(error)")
         }
         guard case .object(let pairs) = value else { throw ProtocolError(.invalidRequest, "a JSON request must be an object") }
@@ -124,9 +126,10 @@ public struct Request: Sendable {
             }
             let value: JSONValue
             do {
-                value = try JSONParser.parse(text)
+                value = try JSONParser.parse(text, maximumDepth: ValueLimits.maximumDepth)
             } catch {
-                throw ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(namespace) \(key) \"text\"")
+                throw ValueLimits.refusal(error)
+                    ?? ProtocolError(.invalidValue, "the value is not valid JSON (\(error)); quote strings: set \(namespace) \(key) \"text\"")
             }
             pairs = [("namespace", .string(namespace)), ("key", .string(key)), ("value", value)]
         case .info, .ping, .watch, .metrics, .replication: pairs = try positional([])

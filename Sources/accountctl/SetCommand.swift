@@ -38,11 +38,13 @@ struct SetCommand: AsyncParsableCommand {
 
     /// Parses VALUE as JSON.
     ///
-    /// - Throws: `ValidationError` (exit 2) with a hint to quote strings.
+    /// - Throws: `ValidationError` (exit 2) with a hint to quote strings, or saying which of
+    ///   ``ValueLimits`` the value breaks (the daemon would refuse it alike).
     static func parse(value: String) throws -> JSONValue {
         do {
-            return try JSONParser.parse(value)
+            return try JSONParser.parse(value, maximumDepth: ValueLimits.maximumDepth)
         } catch {
+            if let refusal = ValueLimits.refusal(error) { throw ValidationError(refusal.message) }
             let plain = !value.isEmpty && value.count <= 40 && !value.contains { "\"'\\\n".contains($0) }
             let example = plain ? value : "dark"
             throw ValidationError(

@@ -11,7 +11,8 @@ struct StatusCommand: AsyncParsableCommand {
             Without ACCOUNT: the active account, the daemon's state (ready, migrating, idle), \
             the active account's schema version and the bundle's version. With ACCOUNT: \
             whether its file exists, its version against the bundle's target, its state \
-            (current, outdated, too_new, compatible_newer, corrupt, missing, migrating), \
+            (current, outdated, too_new, compatible_newer, corrupt, missing, migrating, \
+            unavailable: a full or failing disk), \
             size, creation time, last migration, and any applied migration whose file has \
             changed since. This is also what runs when no command is given.
             """)

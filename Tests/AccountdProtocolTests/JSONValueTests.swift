@@ -53,10 +53,19 @@ struct JSONValueTests {
         #expect(back.serialized() == text)
     }
 
-    @Test func integersBeyondInt64ComeBackAsDoubles() throws {
-        let value = try JSONParser.parse("[9223372036854775807,9223372036854775808,-9223372036854775809]")
-        #expect(value == [.int(Int64.max), .double(9_223_372_036_854_775_808.0), .double(-9_223_372_036_854_775_809.0)])
-        #expect(value.serialized() == "[9223372036854775807,9.223372036854776e+18,-9.223372036854776e+18]")
+    /// An integer a JSONValue cannot keep exactly is refused, never rounded to a Double; the
+    /// same magnitude written as a real is read as one.
+    @Test func integersBeyondInt64AreRefusedNotRounded() throws {
+        #expect(try JSONParser.parse("[9223372036854775807,-9223372036854775808]") == [.int(Int64.max), .int(Int64.min)])
+        for text in [
+            "[1,9223372036854775808]", "9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
+            "123456789012345678901234567890",
+        ] {
+            let failure = #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(text) }
+            #expect(failure?.kind == .integerOutOfRange, "\(text)")
+        }
+        let real = try JSONParser.parse("[9223372036854775808.0,1.5e300]")
+        #expect(real == [.double(9_223_372_036_854_775_808.0), .double(1.5e300)])
     }
 
     @Test func oneDotZeroStaysADouble() throws {

@@ -163,9 +163,10 @@ struct RequestJSONDecodingTests {
         #expect(requestFailure(line)?.name == .invalidRequest)
     }
 
-    @Test func deeplyNestedParametersAreInvalidRequest() {
+    /// Nesting past the limit is refused as the inline form refuses it (``ValueLimits``).
+    @Test func deeplyNestedParametersAreInvalidValue() {
         let line = #"{"method":"io.accountd.Set","parameters":{"value":"# + String(repeating: "[", count: 100_000)
-        #expect(requestFailure(line)?.name == .invalidRequest)
+        #expect(requestFailure(line)?.name == .invalidValue)
     }
 
     @Test("Invalid UTF-8 is InvalidRequest", arguments: [

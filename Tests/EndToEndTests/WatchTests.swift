@@ -158,4 +158,68 @@ import Testing
         #expect(try publisher.callOne("set memory n -1").error == nil)
         #expect(try Self.nextEvent(watcher)["value"] == -1)
     }
+
+    /// A watcher that never reads while 400 Sets of 256 KiB values are published (100 MiB of
+    /// events): what waits for it is bounded in bytes (8 MiB), not only in events, so the
+    /// daemon's memory stays flat. When it reads, it gets the events that fitted in the socket,
+    /// one `missed` with how many were dropped, then the newest ones, in order: received
+    /// plus missed is every event.
+    @Test func aSilentWatcherOfLargeValuesHoldsBoundedMemory() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        let publisher = try daemon.client()
+        let pad = String(repeating: "x", count: 256 * 1024)
+        func set(_ index: Int) throws {
+            let reply = try publisher.callOne(#"set memory big "\#(index) \#(pad)""#)
+            try #require(reply.error == nil, "\(reply.parameters)")
+        }
+        // Warm up without a watcher, so that the baseline holds the allocator's working set.
+        for index in 0..<40 { try set(-1 - index) }
+        let pid = daemon.process.processIdentifier
+        let before = try #require(Hostile.rssKiB(pid))
+
+        let watcher = try Self.watcher(daemon)
+        let published = 400
+        for index in 0..<published { try set(index) }
+        let after = try #require(Hostile.rssKiB(pid))
+        let growthMiB = Double(after - before) / 1024
+        print("WatchTests large values: RSS \(before / 1024) MiB before, \(after / 1024) MiB after \(published) Sets of 256 KiB with a silent watcher")
+        #expect(growthMiB < 40, "the daemon grew by \(growthMiB) MiB for one watcher that does not read")
+
+        watcher.setReceiveTimeout(10)
+        var received: [Int] = []
+        var missed: [(at: Int, count: Int)] = []
+        while received.count + missed.reduce(0, { $0 + $1.count }) < published {
+            let event = try Self.nextEvent(watcher)
+            switch event["event"] {
+            case "missed":
+                guard case .int(let count) = event["count"] else {
+                    Issue.record("missed without a count: \(event)")
+                    return
+                }
+                missed.append((received.count, Int(count)))
+            case "changed":
+                guard case .string(let text) = event["value"], let index = Int(text.prefix { $0 != " " }) else {
+                    Issue.record("unexpected event \(String(describing: event).prefix(200))")
+                    return
+                }
+                #expect(text.utf8.count == pad.utf8.count + String(index).utf8.count + 1)
+                received.append(index)
+            default:
+                Issue.record("unexpected event \(event)")
+                return
+            }
+        }
+        let dropped = missed.reduce(0) { $0 + $1.count }
+        print("WatchTests large values: \(received.count) received, \(dropped) reported missed")
+        #expect(received.count + dropped == published)
+        try #require(missed.count == 1, "missed reports: \(missed)")
+        let at = missed[0].at
+        #expect(received[..<at].elementsEqual(0..<at))
+        #expect(received[at...].elementsEqual((at + dropped)..<published))
+        // The bytes bound, not the count (10,000), decided: about 8 MiB of 256 KiB events.
+        let kept = published - (at + dropped)
+        #expect(kept >= 8 && kept <= 40, "events kept for the silent watcher: \(kept)")
+    }
 }

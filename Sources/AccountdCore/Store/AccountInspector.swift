@@ -20,7 +20,8 @@ enum AccountInspector {
     ///
     /// - Parameter deep: also run SQLite's `quick_check` over every page.
     /// - Throws: ``AccountdError`` of kind `accountCorrupt` with the reason, `accountBusy`
-    ///   when SQLite reports the file locked, or `storage` when it cannot be opened at all.
+    ///   when SQLite reports the file locked, or `storage` when it cannot be opened at all or
+    ///   the disk is full or failing (never `accountCorrupt` for those).
     /// - Parameter usable: whether the daemon will use a file with these facts; for one it
     ///   will not (a too-new file, say), the `-wal`/`-shm` that opening it created are removed.
     static func inspect(
@@ -101,18 +102,21 @@ enum AccountInspector {
         return (found, try afterwards(writable ? queue : nil, found, within))
     }
 
-    /// `body`, with SQLite's errors turned into the store's: locked → `accountBusy`, cannot
-    /// open → `storage`, anything else → `accountCorrupt`.
+    /// `body`, with SQLite's errors turned into the store's: locked → `accountBusy`, a full or
+    /// failing disk, or a file that cannot be opened → `storage`, anything else → `accountCorrupt`.
     private static func mappingErrors<R>(_ account: AccountName, _ path: String, _ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let error as DatabaseError {
-            switch error.resultCode {
+            if let disk = ErrorText.diskProblem(error, near: path) {
+                throw AccountdError.diskProblem(account, path: path, disk)
+            }
+            switch error.resultCode.primaryResultCode {
             case .SQLITE_BUSY, .SQLITE_LOCKED:
                 throw AccountdError(
                     .accountBusy, "account \(account) is locked by another process; try again", account: account.rawValue,
                     file: path)
-            case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM:
+            case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM, .SQLITE_READONLY:
                 throw AccountdError(
                     .storage, "account \(account): \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")",
                     account: account.rawValue, file: path)

@@ -5,6 +5,9 @@ public struct AccountStatus: Sendable, Hashable {
     /// The account's state, as `Status` reports it.
     public enum State: String, Sendable, Hashable {
         case current, outdated, tooNew = "too_new", compatibleNewer = "compatible_newer", corrupt, missing, migrating
+        /// The file cannot be read now for a reason that is not its own (a full or failing
+        /// disk, permissions); ``AccountStatus/problem`` says which.
+        case unavailable
     }
 
     public var account: AccountName
@@ -20,7 +23,7 @@ public struct AccountStatus: Sendable, Hashable {
     /// The newest applied migration.
     public var lastMigration: AppliedMigration?
     public var editedMigrations: [EditedMigration]
-    /// Why the file is corrupt, when it is.
+    /// Why the file is corrupt or unavailable, when it is.
     public var problem: String?
 
     public init(

@@ -276,6 +276,10 @@ public final class AccountStore: Sendable {
             status.state = state(of: facts)
         } catch let error as AccountdError where error.kind == .accountBusy {
             status.state = .migrating
+        } catch let error as AccountdError where error.kind == .storage {
+            // The disk's doing (full, failing) or the file cannot be opened: not the file's fault.
+            status.state = .unavailable
+            status.problem = error.message
         } catch {
             status.state = .corrupt
             status.problem = (error as? AccountdError)?.message ?? "\(error)"

@@ -107,6 +107,18 @@ extension AccountdError {
             account: account.rawValue, file: path)
     }
 
+    /// A file that cannot be read or written now for the disk's sake (`reason`, e.g. "the disk
+    /// is full"): the file is neither judged nor changed, and the same request succeeds once
+    /// the disk is back. Never `accountCorrupt`, whose advice (restore, move the file aside)
+    /// would be wrong for a sound file.
+    static func diskProblem(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
+        AccountdError(
+            .storage,
+            "account \(account) cannot be used now: \(reason), at \(path). The file was not changed and is not corrupt; "
+                + "free space on (or repair) the disk that holds the data root, then try again",
+            account: account.rawValue, file: path)
+    }
+
     static func storage(_ what: String, path: String, errno code: Int32) -> AccountdError {
         AccountdError(.storage, "\(what) \(path) failed: \(String(cString: strerror(code)))", file: path)
     }

@@ -6,7 +6,8 @@ import Logging
 /// Maps every error to its wire form, in one place.
 ///
 /// Core errors keep their message and facts. Anything unexpected goes out as
-/// `InternalError` with a reference; its details are logged, never sent.
+/// `InternalError` with a reference; its details are logged, never sent, but a full or
+/// failing disk is named as such (never as corruption).
 enum ErrorMapping {
     static func reply(for error: any Error, method: Method?, logger: Logger) -> Reply {
         switch error {
@@ -27,6 +28,12 @@ enum ErrorMapping {
             let reference = String(UUID().uuidString.prefix(8)).lowercased()
             logger.error(
                 "internal error \(reference) in \(method?.rawValue ?? "a request"): \(error)", metadata: ["error": "\(error)"])
+            if let disk = AccountdError.diskText(of: error) {
+                // The disk's doing, not a bug: say so, so that nobody looks for corruption.
+                return ProtocolError(
+                    .internalError, "\(method?.rawValue ?? "the request") failed: \(disk) (reference \(reference)); free space on the disk that holds the data root, then try again"
+                ).reply
+            }
             return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
         }
     }

@@ -5,12 +5,16 @@ import Synchronization
 /// listeners (``SystemdStatus``).
 ///
 /// Publishing never blocks. Each watcher has its own ``EventSubscription`` holding up to
-/// ``bufferLimit`` events; a watcher that falls further behind loses the oldest ones, and
+/// ``bufferLimit`` events and ``bufferByteLimit`` bytes of them, whatever their values'
+/// sizes; a watcher that falls further behind loses the oldest ones, and
 /// the next event it gets is `{"event":"missed","count":N}`, saying how many. Listeners
 /// are called on the publishing thread and must return at once.
 final class EventHub: Sendable {
     /// How many events wait for a watcher that is behind before the oldest are dropped.
     static let bufferLimit = 10_000
+    /// How many bytes of events wait for a watcher that is behind before the oldest are
+    /// dropped (besides the newest event, which a request's size bounds): 8 MiB.
+    static let bufferByteLimit = 8 << 20
 
     private let subscribers = Mutex<[UInt64: EventSubscription]>([:])
     private let listeners = Mutex<[@Sendable (DaemonEvent) -> Void]>([])
@@ -20,7 +24,7 @@ final class EventHub: Sendable {
     /// is called, or with ``finishAll()``; the hub then forgets it.
     func subscribe() -> EventSubscription {
         let id = lastID.add(1, ordering: .relaxed).newValue
-        let subscription = EventSubscription(limit: Self.bufferLimit) { [weak self] in
+        let subscription = EventSubscription(limit: Self.bufferLimit, byteLimit: Self.bufferByteLimit) { [weak self] in
             _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
         }
         subscribers.withLock { $0[id] = subscription }
@@ -39,7 +43,18 @@ final class EventHub: Sendable {
         let targets = subscribers.withLock { Array($0.values) }
         guard !targets.isEmpty else { return }
         let parameters = watched.parameters
-        for subscriber in targets { subscriber.publish(parameters) }
+        let bytes = Self.size(of: parameters)
+        for subscriber in targets { subscriber.publish(parameters, bytes: bytes) }
+    }
+
+    /// About the bytes `value`'s compact JSON takes (escapes aside), counted without writing it.
+    static func size(of value: JSONValue) -> Int {
+        switch value {
+        case .null, .bool, .int, .double: return 24
+        case .string(let text): return text.utf8.count + 2
+        case .array(let items): return items.reduce(2) { $0 + size(of: $1) + 1 }
+        case .object(let pairs): return pairs.reduce(2) { $0 + $1.0.utf8.count + 4 + size(of: $1.1) }
+        }
     }
 
     func finishAll() {

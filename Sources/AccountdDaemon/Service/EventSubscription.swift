@@ -5,20 +5,26 @@ import Synchronization
 /// One watcher's queue of events: bounded, and honest about what it drops.
 ///
 /// Publishing never waits for the watcher. While the watcher is behind (its client is not
-/// reading, so its replies cannot be written), events wait here, at most ``limit`` of them;
-/// past that the oldest is dropped and counted. The next event the watcher takes is then
-/// `{"event":"missed","count":N}`, before the newest events that were kept, so a client
-/// always knows how many it did not see (the events it got plus the ones it missed are
-/// all that were published since it subscribed).
+/// reading, so its replies cannot be written), events wait here, at most ``limit`` of them
+/// and at most ``byteLimit`` bytes of them (the newest event is always kept, however large:
+/// a request's size bounds it); past either bound the oldest are dropped and counted. The
+/// next event the watcher takes is then `{"event":"missed","count":N}`, before the newest
+/// events that were kept, so a client always knows how many it did not see (the events it
+/// got plus the ones it missed are all that were published since it subscribed).
 ///
 /// The consumer waits for events on a continuation, woken by the next publish: nothing
 /// polls or sleeps.
 final class EventSubscription: Sendable {
     /// The most events kept for a watcher that is behind.
     let limit: Int
+    /// The most bytes of events (as their replies' JSON would take) kept for a watcher that
+    /// is behind, beyond the newest event.
+    let byteLimit: Int
 
     private struct State {
-        var events = CircularBuffer<JSONValue>()
+        var events = CircularBuffer<(event: JSONValue, bytes: Int)>()
+        /// The bytes of the events kept.
+        var bytes = 0
         /// Events dropped since the watcher last took one.
         var missed = 0
         /// The consumer, while it waits for an event.
@@ -30,9 +36,10 @@ final class EventSubscription: Sendable {
     /// Called once, when the subscription finishes: takes it off the hub.
     private let onFinish: @Sendable () -> Void
 
-    init(limit: Int, onFinish: @escaping @Sendable () -> Void) {
+    init(limit: Int, byteLimit: Int, onFinish: @escaping @Sendable () -> Void) {
         precondition(limit > 0, "a watcher's buffer holds at least one event")
         self.limit = limit
+        self.byteLimit = byteLimit
         self.onFinish = onFinish
     }
 
@@ -42,7 +49,9 @@ final class EventSubscription: Sendable {
     }
 
     /// Hands `event` to the watcher, or queues it; never waits.
-    func publish(_ event: JSONValue) {
+    ///
+    /// - Parameter bytes: the event's size, as ``EventHub/size(of:)`` estimates it.
+    func publish(_ event: JSONValue, bytes: Int) {
         let waiting = state.withLock { state -> CheckedContinuation<JSONValue?, Never>? in
             guard !state.finished else { return nil }
             if let waiting = state.waiting {
@@ -50,9 +59,10 @@ final class EventSubscription: Sendable {
                 state.waiting = nil
                 return waiting
             }
-            state.events.append(event)
-            if state.events.count > limit {
-                state.events.removeFirst()
+            state.events.append((event, bytes))
+            state.bytes += bytes
+            while state.events.count > limit || (state.bytes > byteLimit && state.events.count > 1) {
+                state.bytes -= state.events.removeFirst().bytes
                 state.missed += 1
             }
             return nil
@@ -71,7 +81,10 @@ final class EventSubscription: Sendable {
                         defer { state.missed = 0 }
                         return .some(Self.missed(state.missed))
                     }
-                    if let event = state.events.popFirst() { return .some(event) }
+                    if let first = state.events.popFirst() {
+                        state.bytes -= first.bytes
+                        return .some(first.event)
+                    }
                     if state.finished || Task.isCancelled { return .some(nil) }
                     state.waiting = continuation
                     return .none
@@ -91,6 +104,7 @@ final class EventSubscription: Sendable {
                 state.finished = true
                 state.waiting = nil
                 state.events.removeAll()
+                state.bytes = 0
             }
             return (state.waiting, !state.finished)
         }

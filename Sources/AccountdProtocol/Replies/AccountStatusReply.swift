@@ -26,7 +26,8 @@ public struct AccountStatusReply: ReplyModel {
     public var version: Int?
     /// The bundle's target version.
     public var target: Int
-    /// `current`, `outdated`, `too_new`, `compatible_newer`, `corrupt`, `missing` or `migrating`.
+    /// `current`, `outdated`, `too_new`, `compatible_newer`, `corrupt`, `missing`, `migrating`,
+    /// or `unavailable` (the file cannot be read now for the disk's sake: full or failing).
     public var state: String
     /// The file's size, its WAL included.
     public var sizeBytes: Int64
@@ -36,7 +37,7 @@ public struct AccountStatusReply: ReplyModel {
     public var lastMigration: LastMigration?
     /// Applied migrations whose bundle file has changed since.
     public var editedMigrations: [EditedMigrationInfo]
-    /// What is wrong with the file, for a corrupt one; the key is left out otherwise.
+    /// What is wrong with the file, for a corrupt or unavailable one; the key is left out otherwise.
     public var problem: String?
 
     public init(

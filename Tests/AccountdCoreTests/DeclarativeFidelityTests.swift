@@ -173,3 +173,16 @@ import Testing
         #expect(error?.details.contains { $0.contains("collate") } == true, "\(error?.details ?? [])")
     }
 }
+
+extension DeclarativeFidelityTests {
+    /// An index rename is planned as a drop and a create: an index holds no data.
+    @Test func anIndexRenameIsPlannedAsADropAndACreate() throws {
+        let dir = TestDirectory()
+        let path = try account(
+            dir, "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT);\nCREATE INDEX t_a ON t(a);", fill: "INSERT INTO t VALUES (1, 'x');")
+        let target = "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT);\nCREATE INDEX t_by_a ON t(a); -- accountd: renamed-from t_a\n"
+        _ = try store(dir, target).open(alice)
+        #expect(try read(path) { try String.fetchAll($0, sql: "SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name") } == ["t_by_a"])
+        #expect(try read(path) { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 1)
+    }
+}

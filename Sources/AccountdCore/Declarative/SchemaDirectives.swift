@@ -20,6 +20,8 @@ struct SchemaDirectives: Sendable, Hashable {
     var tableRenames: [String: String] = [:]
     /// Table (new name) to new column name to the column's old name, lowercased.
     var columnRenames: [String: [String: String]] = [:]
+    /// New index name to the name it had before, lowercased. Planned as a drop and a create.
+    var indexRenames: [String: String] = [:]
     /// `table` or `table.column`, lowercased: the losses the bundle accepts.
     var allowedDrops: Set<String> = []
 
@@ -77,11 +79,15 @@ struct SchemaDirectives: Sendable, Hashable {
                 let old = Self.unquote(words[1])
                 guard let statement = script.statements.last(where: { $0.line <= lineNumber }),
                     let last = statement.tokens.last, last.line >= lineNumber,
-                    let object = statement.createdObject, object.kind == "table"
+                    let object = statement.createdObject, object.kind == "table" || object.kind == "index"
                 else {
-                    throw refuse("'renamed-from' belongs on the line of a CREATE TABLE statement or of one of its columns")
+                    throw refuse("'renamed-from' belongs on the line of a CREATE TABLE or CREATE INDEX statement, or of a table's column")
                 }
-                if statement.line == lineNumber {
+                if object.kind == "index" {
+                    // An index holds no data of its own: the plan drops the old one and makes the new one.
+                    guard statement.line == lineNumber else { throw refuse("'renamed-from' belongs on the line where CREATE INDEX begins") }
+                    directives.indexRenames[object.name] = old
+                } else if statement.line == lineNumber {
                     directives.tableRenames[object.name] = old
                 } else if let column = statement.tokens.first(where: { $0.line == lineNumber && $0.isName }) {
                     directives.columnRenames[object.name, default: [:]][column.normalized] = old

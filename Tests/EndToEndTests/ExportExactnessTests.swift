@@ -92,4 +92,36 @@ import Testing
         try E2E.sql(daemon.accountPath("alice"), "DROP TABLE _litestream_notes;")
         #expect(try client.callOne("verify alice").parameters["healthy"] == false)
     }
+
+    /// The daemon's peak resident memory (`VmHWM`), in KiB.
+    static func peakKiB(_ pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
+    /// A 24 MiB blob goes out as SQL in pieces: the daemon's peak memory grows by far less
+    /// than the several copies of the whole hex text it once held, and the blob rebuilds.
+    @Test func aLargeBlobIsExportedAsSQLInBoundedMemory() throws {
+        let dir = TestDirectory()
+        let daemon = try Self.prepare(dir, seed: 5, count: 1)
+        var random = SeededRandom(seed: 9)
+        let blob = Data(random.bytes(24 << 20))
+        let queue = try DatabaseQueue(path: daemon.accountPath("alice"))
+        try queue.write { try $0.execute(sql: "INSERT INTO reals (id, w) VALUES (-1, ?)", arguments: [blob]) }
+        try queue.close()
+        let pid = daemon.process.processIdentifier
+        let before = try #require(Hostile.rssKiB(pid))
+        let dump = dir.sub("dump.sql")
+        let result = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        try #require(result.status == 0, "\(result.stderr)")
+        let peak = try #require(Self.peakKiB(pid))
+        #expect(peak - before < 80 * 1024, "peak \(peak) KiB against \(before) KiB before the export")
+        let rebuilt = dir.sub("new.db")
+        try E2E.sqlite3(rebuilt, try String(contentsOfFile: dump, encoding: .utf8))
+        let check = "SELECT length(w), hex(substr(w, 1000000, 16)) FROM reals WHERE id = -1;"
+        #expect(try E2E.sql(rebuilt, check) == E2E.sql(daemon.accountPath("alice"), check))
+    }
 }

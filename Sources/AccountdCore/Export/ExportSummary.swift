@@ -20,7 +20,8 @@ public struct ExportSummary: Sendable, Hashable {
 public protocol ExportSink {
     /// jsonl: one row, as the JSON object text `{"table":...,"row":{...}}` in UTF-8.
     mutating func row(_ json: UnsafeBufferPointer<UInt8>) throws
-    /// sql: a piece of SQL text made of whole statements.
+    /// sql: a piece of SQL text, about 64 KiB, ending after a whole statement unless one
+    /// statement is longer than that (``SQLStatements``).
     mutating func sql(_ text: String) throws
     /// sqlite: a chunk of the file's bytes.
     mutating func bytes(_ chunk: UnsafeRawBufferPointer) throws

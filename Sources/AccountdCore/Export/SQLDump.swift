@@ -103,13 +103,12 @@ enum SQLDump {
             guard code == SQLITE_ROW else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
             }
-            var line = insert
+            out.append(insert)
             for index in 0..<Int32(columns.count) {
-                if index > 0 { line += "," }
-                literals.append(handle, column: index, to: &line)
+                if index > 0 { out.append(",") }
+                try literals.append(handle, column: index, to: &out, sink: &sink)
             }
-            line += ")"
-            try out.add(line, to: &sink)
+            try out.endStatement(")", to: &sink)
         }
     }
 
@@ -126,28 +125,5 @@ enum SQLDump {
         // A WITHOUT ROWID table has no rowid to select.
         guard (try? db.makeStatement(sql: "SELECT \(name) FROM \(table.quotedIdentifier) LIMIT 0")) != nil else { return nil }
         return name
-    }
-}
-
-/// Statements gathered into pieces of about 64 KiB for an ``ExportSink``, so the export
-/// streams without holding the whole dump.
-private struct SQLStatements {
-    var text: String
-    /// Statements added so far (the opening `PRAGMA foreign_keys` and `BEGIN` not counted).
-    private(set) var count = 0
-
-    init(text: String) { self.text = text }
-
-    mutating func add(_ sql: String, to sink: inout some ExportSink) throws {
-        text += sql
-        text += ";\n"
-        count += 1
-        if text.utf8.count >= 1 << 16 { try flush(to: &sink) }
-    }
-
-    mutating func flush(to sink: inout some ExportSink) throws {
-        guard !text.isEmpty else { return }
-        try sink.sql(text)
-        text = ""
     }
 }

@@ -15,44 +15,58 @@ struct SQLLiteral {
         reals.finalize()
     }
 
-    /// Appends column `column` of the current row of `statement` as a literal that reads
-    /// back as the same value of the same storage class.
-    mutating func append(_ statement: OpaquePointer, column: Int32, to out: inout String) {
+    /// Appends column `column` of the current row of `statement` to `out` as a literal that
+    /// reads back as the same value of the same storage class. A large blob or text goes
+    /// out in pieces as it is written (``SQLStatements/flushIfFull(to:)``).
+    mutating func append(_ statement: OpaquePointer, column: Int32, to out: inout SQLStatements, sink: inout some ExportSink) throws {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER:
-            out += String(sqlite3_column_int64(statement, column))
+            out.append(String(sqlite3_column_int64(statement, column)))
         case SQLITE_FLOAT:
-            reals.append(sqlite3_column_double(statement, column), to: &out)
+            var text = ""
+            reals.append(sqlite3_column_double(statement, column), to: &text)
+            out.append(text)
         case SQLITE_TEXT:
             let count = Int(sqlite3_column_bytes(statement, column))
             let bytes = sqlite3_column_text(statement, column).map { UnsafeBufferPointer(start: $0, count: count) }
                 ?? UnsafeBufferPointer(start: nil, count: 0)
             // The sqlite3 shell reads a dump line by line: a NUL, a carriage return or invalid
             // UTF-8 would not survive a plain literal, so such text goes out as exact bytes.
-            if let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0), !bytes.contains(0x0D) {
-                out += text.quotedSQLString
+            if count < SQLStatements.pieceBytes, let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0), !bytes.contains(0x0D) {
+                out.append(text.quotedSQLString)
             } else {
-                out += "CAST(X'"
-                appendHex(UnsafeRawBufferPointer(bytes), to: &out)
-                out += "' AS TEXT)"
+                // Long text goes out as its bytes too, so that it can be cut into pieces.
+                out.append("CAST(X'")
+                try appendHex(UnsafeRawBufferPointer(bytes), to: &out, sink: &sink)
+                out.append("' AS TEXT)")
             }
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, column))
-            out += "X'"
+            out.append("X'")
             if let blob = sqlite3_column_blob(statement, column), count > 0 {
-                appendHex(UnsafeRawBufferPointer(start: blob, count: count), to: &out)
+                try appendHex(UnsafeRawBufferPointer(start: blob, count: count), to: &out, sink: &sink)
             }
-            out += "'"
+            out.append("'")
         default:
-            out += "NULL"
+            out.append("NULL")
         }
     }
 
-    private func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout String) {
-        out.reserveCapacity(out.utf8.count + bytes.count * 2 + 1)
-        for byte in bytes {
-            out.unicodeScalars.append(hexDigit(byte >> 4))
-            out.unicodeScalars.append(hexDigit(byte & 0xF))
+    /// Appends `bytes` as hex digits, a piece at a time.
+    private func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout SQLStatements, sink: inout some ExportSink) throws {
+        let chunk = SQLStatements.pieceBytes / 2
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + chunk, bytes.count)
+            var hex = ""
+            hex.reserveCapacity((end - start) * 2)
+            for byte in bytes[start..<end] {
+                hex.unicodeScalars.append(hexDigit(byte >> 4))
+                hex.unicodeScalars.append(hexDigit(byte & 0xF))
+            }
+            out.append(hex)
+            try out.flushIfFull(to: &sink)
+            start = end
         }
     }
 

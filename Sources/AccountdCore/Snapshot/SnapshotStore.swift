@@ -155,15 +155,16 @@ struct SnapshotStore: Sendable {
         return SnapshotInfo(name: name, version: 0, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
-    /// The account's snapshots, newest first.
+    /// The account's snapshots, newest first (see ``SnapshotOrder``: a name dated in the
+    /// future comes last).
     ///
     /// - Parameter readingVersions: read each snapshot's version and size from its file;
     ///   false leaves both 0, for retention, which goes by names alone.
-    func list(_ account: AccountName, readingVersions: Bool = true) -> [SnapshotInfo] {
+    func list(_ account: AccountName, readingVersions: Bool = true, now: Date = Date()) -> [SnapshotInfo] {
         let folder = root.snapshotDirectory(account)
-        return FileSystem.contents(of: folder).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted(by: >).map { file in
-            let path = folder + "/" + file
-            let name = String(file.dropLast(".sqlite".count))
+        let names = FileSystem.contents(of: folder).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.map { String($0.dropLast(".sqlite".count)) }
+        return SnapshotOrder.newestFirst(names, now: now).map { name in
+            let path = folder + "/" + name + ".sqlite"
             return SnapshotInfo(
                 name: name, version: readingVersions ? (try? Self.version(of: path)) ?? 0 : 0, createdAt: Self.createdAt(fromName: name),
                 sizeBytes: readingVersions ? FileSystem.size(of: path) : 0, path: path)
@@ -188,7 +189,7 @@ struct SnapshotStore: Sendable {
     }
 
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
-        for old in retention.expired(list(account, readingVersions: false), now: now, protected: protected) {
+        for old in retention.expired(list(account, readingVersions: false, now: now), now: now, protected: protected) {
             try FileSystem.removeIfPresent(old.path)
             try FileSystem.removeIfPresent(old.path + "-wal")
         }

@@ -33,7 +33,7 @@ import Testing
         let exited = waitUntil(timeout: 30) { !daemon.process.isRunning }
         let took = Date().timeIntervalSince(sent)
         #expect(exited)
-        #expect(took < 5, "exit took \(took) s after SIGTERM")
+        #expect(took < 3, "exit took \(took) s after SIGTERM")
         daemon.process.waitUntilExit()
         #expect(daemon.process.terminationStatus == 0, "\(daemon.log.suffix(1500))")
         #expect(daemon.log.contains("accountd stopped"))

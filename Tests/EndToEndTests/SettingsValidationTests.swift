@@ -82,8 +82,8 @@ import Testing
 
     /// A misspelt key used to be ignored without a word, its default used instead.
     @Test(arguments: [
-        UnknownKey(yaml: "accounts:\n  snapshotToKeep: 2\n", named: "'accounts.snapshotToKeep'", hint: "did you mean 'accounts.snapshotsToKeep'?"),
-        UnknownKey(yaml: "acounts:\n  lockTimeoutSeconds: 5\n", named: "'acounts'", hint: "did you mean 'accounts'?"),
+        UnknownKey(yaml: "accounts:\n  snapshotToKeep: 2\n", named: "'accounts.snapshotToKeep'", hint: "(did you mean 'accounts.snapshotsToKeep'?)"),
+        UnknownKey(yaml: "acounts:\n  lockTimeoutSeconds: 5\n", named: "'acounts'", hint: "(did you mean 'accounts'?)"),
         UnknownKey(yaml: "log:\n  level: info\nwhatever: 1\n", named: "'whatever'", hint: nil),
         UnknownKey(yaml: "namespaces:\n  user: { scope: account, scop: device }\n", named: "'scop' in namespace 'user'", hint: nil),
         UnknownKey(yaml: "accounts: 5\n", named: "'accounts' is a section", hint: "snapshotsToKeep"),

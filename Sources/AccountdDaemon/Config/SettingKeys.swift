@@ -60,8 +60,10 @@ enum SettingKeys {
     }
 
     private static func unknown(_ key: String, line: Int?, file: String) -> SettingsLoader.Failure {
-        let hint = nearest(to: key).map { "; did you mean '\($0)'?" } ?? "; the settings are listed in config/accountd.yaml and README.md"
-        return SettingsLoader.Failure(description: "\(file) line \(line ?? 0): unknown setting '\(key)'\(hint) Nothing was changed.")
+        let hint = nearest(to: key).map { " (did you mean '\($0)'?)" } ?? ""
+        return SettingsLoader.Failure(
+            description:
+                "\(file) line \(line ?? 0): unknown setting '\(key)'\(hint); correct or remove it (config/accountd.yaml and README.md list the settings)")
     }
 
     /// The settings directly inside `section`, for a message.

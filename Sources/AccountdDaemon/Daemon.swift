@@ -88,13 +88,14 @@ public enum Daemon {
         }
         let group = ServiceGroup(
             configuration: .init(
+                // Shut down last first: the sockets stop taking work at once, and the watchdog
+                // is fed while the requests in progress finish.
                 services: [
-                    .init(service: servers[0]),
-                    .init(service: servers[1]),
                     .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: switching.livenessRead), logger: logger)),
                     .init(
                         service: ReloadService(
                             loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),
+                    .init(service: SocketServers(servers: servers)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -66,7 +66,7 @@ public struct Request: Sendable {
         }
         guard case .object(let pairs) = value else { throw ProtocolError(.invalidRequest, "a JSON request must be an object") }
         for (key, _) in pairs where !["method", "parameters", "more", "oneway", "upgrade"].contains(key) {
-            throw ProtocolError(.invalidRequest, "unknown request field '\(key)'; a request has method, parameters and more")
+            throw ProtocolError(.invalidRequest, "unknown request field '\(key)'; a request has only method, parameters, more, oneway and upgrade")
         }
         return value
     }

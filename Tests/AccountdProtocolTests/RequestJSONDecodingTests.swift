@@ -99,6 +99,17 @@ struct RequestJSONDecodingTests {
         #expect(requestFailure(line)?.name == .invalidRequest)
     }
 
+    /// The refusal names the field and every field a request may have, oneway and upgrade included.
+    @Test func anUnknownFieldsMessageListsEveryFieldARequestMayHave() throws {
+        let failure = try #require(requestFailure(#"{"method":"io.accountd.Ping","extra":1}"#))
+        #expect(failure.message.contains("'extra'"), "\(failure.message)")
+        for field in ["method", "parameters", "more", "oneway", "upgrade"] {
+            #expect(failure.message.contains(field), "\(field) is not named: \(failure.message)")
+        }
+        // Each of those fields is accepted.
+        #expect(decodedRequest(#"{"method":"io.accountd.Ping","parameters":{},"more":false,"oneway":false,"upgrade":false}"#) != nil)
+    }
+
     @Test("An unknown method is MethodNotFound, naming it", arguments: [
         "io.accountd.Nope",
         "io.accountd.status",

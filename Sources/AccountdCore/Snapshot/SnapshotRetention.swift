@@ -12,7 +12,9 @@ import Foundation
 /// A snapshot's age is read from the timestamp at the start of its name (the same one
 /// `createdAt` reports), not from the file's modification time, which a copy or a
 /// backup tool may change. A name without a readable timestamp is never removed for
-/// its age, only for the count.
+/// its age, only for the count; so is a name dated more than ``SnapshotOrder/slack``
+/// in the future (taken while the clock was set ahead), which ``SnapshotOrder`` lists
+/// after every other snapshot, so the count removes it first.
 public struct SnapshotRetention: Sendable, Hashable {
     /// How many snapshots to keep per account; at least 1.
     public var keep: Int
@@ -25,7 +27,8 @@ public struct SnapshotRetention: Sendable, Hashable {
         self.maximumAgeDays = maximumAgeDays
     }
 
-    /// The snapshots of `snapshots` (newest first) that retention removes at `now`.
+    /// The snapshots of `snapshots` (newest first, as ``SnapshotOrder`` orders them) that
+    /// retention removes at `now`.
     ///
     /// - Parameter protected: names that stay whatever the rules say: the snapshot just
     ///   taken, and the one being restored.

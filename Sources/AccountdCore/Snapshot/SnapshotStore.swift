@@ -155,19 +155,20 @@ struct SnapshotStore: Sendable {
         return SnapshotInfo(name: name, version: 0, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
-    /// The account's snapshots, newest first.
+    /// The account's snapshots, newest first (see ``SnapshotOrder``: a name dated in the
+    /// future comes last).
     ///
     /// - Parameter readingVersions: read each snapshot's version and size from its file;
     ///   false leaves both 0, for retention, which goes by names alone.
     ///
     /// The folder is read through ``DataRoot/snapshotFolder(_:)``: a `snapshots/<account>`
     /// that is a link lists nothing (and every locked operation refuses the account).
-    func list(_ account: AccountName, readingVersions: Bool = true) -> [SnapshotInfo] {
+    func list(_ account: AccountName, readingVersions: Bool = true, now: Date = Date()) -> [SnapshotInfo] {
         let folder = root.snapshotDirectory(account)
-        let names = ((try? root.snapshotFolder(account)) ?? nil)?.names() ?? []
-        return names.filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted(by: >).map { file in
-            let path = folder + "/" + file
-            let name = String(file.dropLast(".sqlite".count))
+        let files = ((try? root.snapshotFolder(account)) ?? nil)?.names() ?? []
+        let names = files.filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.map { String($0.dropLast(".sqlite".count)) }
+        return SnapshotOrder.newestFirst(names, now: now).map { name in
+            let path = folder + "/" + name + ".sqlite"
             return SnapshotInfo(
                 name: name, version: readingVersions ? (try? Self.version(of: path)) ?? 0 : 0, createdAt: Self.createdAt(fromName: name),
                 sizeBytes: readingVersions ? FileSystem.size(of: path) : 0, path: path)
@@ -195,7 +196,7 @@ struct SnapshotStore: Sendable {
     /// through a link. (A purge erases the whole folder: ``AccountPurge``.)
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
         guard let folder = try root.snapshotFolder(account) else { return }
-        for old in retention.expired(list(account, readingVersions: false), now: now, protected: protected) {
+        for old in retention.expired(list(account, readingVersions: false, now: now), now: now, protected: protected) {
             try folder.remove(old.name + ".sqlite")
             try folder.remove(old.name + ".sqlite-wal")
         }

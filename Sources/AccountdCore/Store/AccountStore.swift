@@ -25,7 +25,7 @@ import Synchronization
 /// for a busy account without holding a thread (see ``hold(_:)``).
 public final class AccountStore: Sendable {
     /// Settings of the store.
-    public struct Options: Sendable {
+    public struct Options: Sendable, Equatable {
         /// Snapshots kept per account (at least 1); see ``SnapshotRetention``.
         public var snapshotsToKeep: Int = 5
         /// Snapshots older than this many days go when the next one is taken; 0 keeps by count only.

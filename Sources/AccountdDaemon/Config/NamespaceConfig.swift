@@ -37,6 +37,10 @@ enum NamespaceConfig {
                 throw SettingsLoader.Failure(
                     description: "\(file) line \(value.mark?.line ?? 0): namespace '\(name)' needs scope: account, device or memory")
             }
+            if let extra = value.mapping?.keys.compactMap(\.string).first(where: { $0 != "scope" }) {
+                throw SettingsLoader.Failure(
+                    description: "\(file) line \(value.mark?.line ?? 0): unknown setting '\(extra)' in namespace '\(name)'; a namespace has only scope")
+            }
             declarations.append(NamespaceDeclaration(name: name, scope: scope))
         }
         return declarations

@@ -67,11 +67,14 @@ public struct SettingsLoader: Sendable {
         // A config file with nothing in it (or only comments) means "all defaults".
         var fileIsEmpty = true
         if let text = try NamespaceConfig.text(of: file.path) {
+            let root: Node?
             do {
-                fileIsEmpty = try Yams.compose(yaml: text) == nil
+                root = try Yams.compose(yaml: text)
             } catch {
                 throw Failure(description: "config file \(file.path) is not valid YAML: \(error)")
             }
+            fileIsEmpty = root == nil
+            try SettingKeys.check(root, file: file.path)
         }
         let yaml: any ConfigProvider
         do {
@@ -131,7 +134,22 @@ public struct SettingsLoader: Sendable {
             do { value = try reader.requiredInt(forKey: key) } catch {
                 throw Failure(description: "setting \(key) must be a whole number: \(error)")
             }
-            guard range.contains(value) else { throw Failure(description: "setting \(key) is \(value); it must be within \(range)") }
+            guard range.contains(value) else {
+                throw Failure(description: "setting \(key) is \(value); it must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return value
+        }
+        // A number of seconds: finite and within `range` (NaN, infinities and values beyond it refused).
+        func seconds(_ key: ConfigKey, _ range: ClosedRange<Double>, above lower: Bool = false) throws -> Double {
+            let value: Double
+            do { value = try reader.requiredDouble(forKey: key) } catch {
+                throw Failure(description: "setting \(key) must be a number of seconds: \(error)")
+            }
+            guard value.isFinite, range.contains(value), !lower || value > range.lowerBound else {
+                let from = lower ? "above \(Self.text(range.lowerBound))" : "from \(Self.text(range.lowerBound))"
+                throw Failure(
+                    description: "setting \(key) is \(Self.text(value)); it must be a number of seconds \(from) to \(Self.text(range.upperBound))")
+            }
             return value
         }
         func ids(_ key: ConfigKey, lookup: (String) -> UInt32?) throws -> [UInt32] {
@@ -139,7 +157,8 @@ public struct SettingsLoader: Sendable {
             do { names = try reader.requiredStringArray(forKey: key) } catch {
                 throw Failure(description: "setting \(key) must be a list of names or numeric ids, quoted in YAML: \(error)")
             }
-            return try names.map { name in
+            // An empty list, or an empty item ("a,,b" in the environment), names no one.
+            return try names.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { name in
                 if let id = UInt32(name) { return id }
                 guard let id = lookup(name) else { throw Failure(description: "setting \(key): no such user or group '\(name)'") }
                 return id
@@ -154,10 +173,7 @@ public struct SettingsLoader: Sendable {
         guard let mode = UInt32(modeText, radix: 8), mode <= 0o777 else {
             throw Failure(description: "setting socket.mode is '\(modeText)'; write it in octal text, e.g. \"0660\"")
         }
-        let timeout: Double
-        do { timeout = try reader.requiredDouble(forKey: "accounts.lockTimeoutSeconds") } catch {
-            throw Failure(description: "setting accounts.lockTimeoutSeconds must be a number of seconds: \(error)")
-        }
+        let timeout = try seconds("accounts.lockTimeoutSeconds", Self.lockTimeoutRange)
         let checkIntegrity: Bool
         do { checkIntegrity = try reader.requiredBool(forKey: "accounts.checkIntegrityOnOpen") } catch {
             throw Failure(description: "setting accounts.checkIntegrityOnOpen must be true or false: \(error)")
@@ -166,11 +182,7 @@ public struct SettingsLoader: Sendable {
         do { groupCommit = try reader.requiredBool(forKey: "preferences.groupCommit") } catch {
             throw Failure(description: "setting preferences.groupCommit must be true or false: \(error)")
         }
-        let idleTimeout: Double
-        do { idleTimeout = try reader.requiredDouble(forKey: "limits.idleTimeoutSeconds") } catch {
-            throw Failure(description: "setting limits.idleTimeoutSeconds must be a number of seconds: \(error)")
-        }
-        guard idleTimeout >= 0 else { throw Failure(description: "setting limits.idleTimeoutSeconds may not be negative") }
+        let idleTimeout = try seconds("limits.idleTimeoutSeconds", Self.idleTimeoutRange)
         let socketPath = try absolute(string("socket.path"))
         // The varlink socket's default: $RUNTIME_DIRECTORY/io.accountd, else beside the line socket.
         let varlinkDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/io.accountd"
@@ -181,13 +193,7 @@ public struct SettingsLoader: Sendable {
                 throw Failure(
                     description: "setting replication.litestream.replica is '\(replica)'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
             }
-            let interval: Double
-            do { interval = try reader.requiredDouble(forKey: "replication.litestream.syncIntervalSeconds") } catch {
-                throw Failure(description: "setting replication.litestream.syncIntervalSeconds must be a number of seconds: \(error)")
-            }
-            guard interval > 0, interval <= 3600 else {
-                throw Failure(description: "setting replication.litestream.syncIntervalSeconds is \(interval); it must be above 0 and at most 3600")
-            }
+            let interval = try seconds("replication.litestream.syncIntervalSeconds", 0...3600, above: true)
             let configDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"
             replication = ReplicationSettings(
                 replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
@@ -216,6 +222,16 @@ public struct SettingsLoader: Sendable {
             groupCommit: groupCommit,
             replication: replication,
             configFile: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
+    }
+
+    /// `accounts.lockTimeoutSeconds`: at most an hour.
+    static let lockTimeoutRange: ClosedRange<Double> = 0...3600
+    /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
+    static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
+
+    /// `30` for 30.0, `0.5` for 0.5, `1e+300`, `inf`: a number as a person writes it.
+    private static func text(_ value: Double) -> String {
+        value.isFinite && abs(value) < 1e15 && value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     private func absolute(_ path: String) -> String {

@@ -6,22 +6,43 @@ import UnixSignals
 
 /// Re-reads the config and the schema bundle on SIGHUP (`systemctl reload accountd`).
 ///
-/// - The log level and the admin users and groups apply at once.
-/// - Changed replication settings rewrite Litestream's configuration at once (restart
-///   `accountd-litestream` for Litestream to read it).
-/// - A bundle that fails its checks is refused with a log line naming the file and
-///   line, and the bundle in use keeps serving.
-/// - A valid new bundle applies to the next switch, and the active account is
-///   brought to it at once (migrated if it is now older).
-/// - The data root and socket cannot change without a restart; a changed value is
-///   logged and ignored.
+/// A reload is a transaction against what is in force (the start-up settings as the last
+/// good reload changed them, and the bundle now served):
+///
+/// - The settings and the bundle are read and checked whole first. A setting out of range,
+///   an unknown key, or a bundle that fails its checks refuses the reload, with a log line
+///   naming the key or the file and line; everything in force stays, the log level and the
+///   admin users included.
+/// - A good one takes every setting a reload can change into force at once: the log level,
+///   the admin users and groups, the `accounts.*` options but `migrateConcurrency` (for the
+///   next operation), and the replication settings (Litestream's configuration is rewritten;
+///   restart `accountd-litestream` for Litestream to read it). Whether the bundle changed
+///   does not matter.
+/// - A changed bundle applies to the next switch, and the active account is brought to it
+///   at once (migrated if it is now older).
+/// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
+///   the namespaces and `preferences.groupCommit` change only with a restart; a changed
+///   value is logged and left.
 struct ReloadService: Service {
     let loader: SettingsLoader
-    let initial: DaemonSettings
+    /// The settings in force: the start's, as the last good reload changed them.
+    let inForce: Reloadable<DaemonSettings>
     let services: Services
     let policy: Reloadable<AccessPolicy>
     let systemd: SystemdStatus
     let logger: Logger
+
+    init(
+        loader: SettingsLoader, initial: DaemonSettings, services: Services, policy: Reloadable<AccessPolicy>, systemd: SystemdStatus,
+        logger: Logger
+    ) {
+        self.loader = loader
+        self.inForce = Reloadable(initial)
+        self.services = services
+        self.policy = policy
+        self.systemd = systemd
+        self.logger = logger
+    }
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup)
@@ -34,25 +55,13 @@ struct ReloadService: Service {
         logger.notice("reloading: SIGHUP received")
         systemd.reloading()
         defer { systemd.reloaded() }
+        let old = inForce.current
         let settings: DaemonSettings
         do {
             settings = try await loader.load()
         } catch {
-            logger.error("reload refused: \(error); the previous settings stay in force")
+            logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
             return
-        }
-        LoggingSetup.currentLevel = settings.logLevel
-        policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
-        if settings.replication != services.replication.settings.current {
-            do {
-                try services.replication.apply(settings.replication)
-                if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
-            } catch {
-                logger.error("reload: \(error); the previous replication settings stay in force")
-            }
-        }
-        if settings.dataRoot != initial.dataRoot || settings.socketPath != initial.socketPath {
-            logger.warning("reload: data.root and socket.path change only with a restart; still using \(initial.dataRoot) and \(initial.socketPath)")
         }
         let current = services.stores.current.bundle
         let bundle: SchemaBundle
@@ -60,18 +69,40 @@ struct ReloadService: Service {
             bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory) }
         } catch {
             logger.error(
-                "reload: \(error); still serving bundle version \(current.targetVersion) from \(current.directory)",
+                "reload refused: \(error); the previous settings stay in force, still serving bundle version \(current.targetVersion) from \(current.directory)",
                 metadata: ["error": "\(error)"])
             return
         }
-        guard bundle.fingerprint != current.fingerprint || settings.storeOptions.snapshotsToKeep != initial.snapshotsToKeep
-            || settings.storeOptions.snapshotMaxAgeDays != initial.snapshotMaxAgeDays
-        else {
-            logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))")
+        if settings.replication != services.replication.settings.current {
+            do {
+                try services.replication.apply(settings.replication)
+                if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
+            } catch {
+                logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
+                return
+            }
+        }
+        // Everything is checked: from here on, the new settings are in force.
+        let changes = SettingChange.between(old, settings)
+        for change in changes where !change.takesEffectAtReload {
+            logger.warning("reload: \(change.key) changes only with a restart; still \(change.old)")
+        }
+        let applied = changes.filter(\.takesEffectAtReload)
+        inForce.replace(old.reloading(settings))
+        LoggingSetup.currentLevel = settings.logLevel
+        policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
+        let store = services.stores.current
+        let bundleChanged = bundle.fingerprint != store.bundle.fingerprint
+        if bundleChanged || settings.storeOptions != store.options {
+            services.stores.replace(store.replacing(bundle: bundle, options: settings.storeOptions))
+        }
+        let inEffect = applied.isEmpty ? "" : "; now in force: " + applied.map(\.description).joined(separator: ", ")
+        guard bundleChanged else {
+            logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))\(inEffect)")
             return
         }
-        services.stores.replace(services.stores.current.replacing(bundle: bundle, options: settings.storeOptions))
-        logger.notice("reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))")
+        logger.notice(
+            "reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))\(inEffect)")
         if let active = services.switching.active {
             do {
                 let result = try await services.switching.switchTo(active, create: false, save: false, progress: nil)

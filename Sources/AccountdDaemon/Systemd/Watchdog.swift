@@ -10,7 +10,8 @@ import ServiceLifecycle
 /// stuck, or whose data root no longer answers, stops feeding the watchdog and systemd
 /// restarts it; clients holding every connection slot (`limits.maxConnections`) or every
 /// blocking thread do not. Active only when `sd_watchdog_enabled` says so, which checks
-/// that `WATCHDOG_PID` is unset or ours.
+/// that `WATCHDOG_PID` is unset or ours. It stops at once on graceful shutdown, mid-sleep
+/// or mid-check; until then it is fed while the requests in progress finish.
 struct Watchdog: Service {
     let check: LivenessCheck
     let logger: Logger
@@ -30,18 +31,24 @@ struct Watchdog: Service {
         let interval = timeout / 2
         let deadline = timeout / 4
         logger.info("systemd watchdog on: checking the event loops and the store every \(interval)")
-        var next = ContinuousClock.now
-        while !Task.isShuttingDownGracefully {
-            next += interval
-            try? await Task.sleep(until: next, clock: .continuous)
-            if Task.isShuttingDownGracefully { break }
-            if let failure = await check.run(within: deadline) {
-                logger.error("watchdog: \(failure); not feeding the watchdog")
-            } else {
-                SystemdNotifier.notify("WATCHDOG=1")
+        // A graceful shutdown cancels the loop, its sleep included: the daemon never waits
+        // for the next check to exit, however long WATCHDOG_USEC is.
+        await cancelWhenGracefulShutdown { [check, logger] in
+            var next = ContinuousClock.now
+            while !Task.isCancelled {
+                next += interval
+                do { try await Task.sleep(until: next, clock: .continuous) } catch { return }
+                let failure = await check.run(within: deadline)
+                // A check cut short by the shutdown proves nothing either way.
+                if Task.isCancelled { return }
+                if let failure {
+                    logger.error("watchdog: \(failure); not feeding the watchdog")
+                } else {
+                    SystemdNotifier.notify("WATCHDOG=1")
+                }
+                // After a long stall, start counting again from now rather than catching up.
+                if next < .now - interval { next = .now }
             }
-            // After a long stall, start counting again from now rather than catching up.
-            if next < .now - interval { next = .now }
         }
     }
 

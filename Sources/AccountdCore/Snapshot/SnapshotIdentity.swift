@@ -42,9 +42,7 @@ enum SnapshotIdentity {
                     for index in range { (one[index], two[index]) = (0, 0) }
                 }
             }
-            guard one.withUnsafeBytes({ x in two.withUnsafeBytes { y in memcmp(x.baseAddress, y.baseAddress, got) == 0 } }) else {
-                return false
-            }
+            guard one[..<got] == two[..<got] else { return false }
             offset += got
         }
     }

@@ -14,7 +14,7 @@ extension SwitchService {
     /// process holds locked (`AccountBusy`) is tried again in the background, after 1 s, 2 s,
     /// 4 s ... up to ``openingRetryCap``, until it opens or a `Switch` makes an account
     /// active; any other failure ends the attempts, with no active account and `Status`
-    /// saying `failed`. ``DaemonEvent/startupSettled`` is published once the first attempt
+    /// saying `idle`, with the reason as `problem`. ``DaemonEvent/startupSettled`` is published once the first attempt
     /// ends (systemd's `READY=1` waits for it).
     func openSavedAccount() {
         let saved: AccountName?

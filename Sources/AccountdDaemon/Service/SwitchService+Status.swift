@@ -8,7 +8,8 @@ extension SwitchService {
     /// It never claims more than is true: `ready` only for an active account at the bundle's
     /// version (or newer and readable by it); `failed` or `too_new`, with the error, after an
     /// attempt to bring it to the bundle failed; `outdated` for an active account below the
-    /// bundle that nothing migrates; `opening` while start-up has not opened the saved account.
+    /// bundle that nothing migrates; `opening` while start-up has not opened the saved account;
+    /// `idle`, with the reason, when it could not.
     func daemonStatus() -> DaemonStatus {
         let (active, version, failure, opening) = state.withLock { ($0.active, $0.version, $0.failure, $0.opening) }
         let target = stores.current.targetVersion
@@ -28,11 +29,10 @@ extension SwitchService {
         } else if let opening {
             condition = .opening
             problem = opening.problem ?? "opening the saved active account \(opening.account)"
-        } else if let failure {
-            condition = .failed
-            problem = failure.message
         } else {
+            // No active account: with the reason the saved one could not be opened, if so.
             condition = .idle
+            problem = failure?.message
         }
         return DaemonStatus(active: active?.rawValue, state: condition.rawValue, version: version, bundleVersion: target, problem: problem)
     }

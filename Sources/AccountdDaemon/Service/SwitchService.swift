@@ -21,7 +21,7 @@ final class SwitchService: Sendable {
         var removing: Set<AccountName> = []
         /// Why the active account could not be brought to the bundle, until an open of it
         /// succeeds or another account becomes active; with no active account, why the saved
-        /// one could not be opened at start-up.
+        /// one could not be opened at start-up (`Status` then says `idle`, with the reason).
         var failure: Failure?
         /// At start-up, while the saved active account is not open yet.
         var opening: Opening?

@@ -4,7 +4,8 @@ public struct DaemonStatus: ReplyModel {
 
     /// The daemon's states, as `state` names them.
     public enum State: String, Sendable, CaseIterable {
-        /// No account is active.
+        /// No account is active; `problem` says why when the saved active account could not
+        /// be opened at start-up.
         case idle
         /// At start-up: the saved active account is not open yet (another process holds
         /// it locked); the daemon tries again in the background. `problem` says why.
@@ -16,9 +17,8 @@ public struct DaemonStatus: ReplyModel {
         /// The active account is older than the bundle, and no migration of it runs
         /// (for a moment, while a reload's migration of it begins).
         case outdated
-        /// The last attempt to bring the active account to the bundle failed (or, with no
-        /// active account, the saved one failed to open at start-up); `problem` has the error.
-        /// `version` is the version the file stayed at.
+        /// The last attempt to bring the active account to the bundle failed; `problem` has
+        /// the error. `version` is the version the file stayed at.
         case failed
         /// The active account's file is newer than the bundle and not readable by it (an
         /// older bundle was loaded); calls on it answer `AccountTooNew`.
@@ -34,7 +34,8 @@ public struct DaemonStatus: ReplyModel {
     public var version: Int?
     /// The bundle's target version.
     public var bundleVersion: Int
-    /// Why the state is `failed`, `too_new` or `opening`: the error, in words; left out otherwise.
+    /// Why the state is `failed`, `too_new` or `opening`, or `idle` after the saved account
+    /// could not be opened: the error, in words; left out otherwise.
     public var problem: String?
 
     public init(active: String?, state: String, version: Int?, bundleVersion: Int, problem: String? = nil) {

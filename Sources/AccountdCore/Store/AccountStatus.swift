@@ -54,9 +54,13 @@ public struct VerifyReport: Sendable, Hashable {
     /// another version (outdated, or newer) is not called unhealthy for its schema.
     public var schemaCompared: Bool
     public var editedMigrations: [EditedMigration]
+    /// False for a file newer than the bundle and not readable by it (`too_new`): such a file
+    /// is not healthy for this bundle, whatever the other checks say.
+    public var readableByBundle: Bool = true
 
     /// True when nothing is wrong.
     public var isHealthy: Bool {
         integrity == ["ok"] && foreignKeys.isEmpty && (schema.isEmpty || !schemaCompared) && editedMigrations.isEmpty
+            && readableByBundle
     }
 }

@@ -359,14 +359,19 @@ public final class AccountStore: Sendable {
                 if facts.version == bundle.targetVersion {
                     schema = SchemaDiff(leftName: "the file", rightName: "the bundle's target schema")
                         .differences(try SchemaReader.read(db), bundle.targetSchema)
-                } else {
+                } else if isUsable(facts) {
                     schema = [
                         "not compared: the file is at version \(facts.version) and the bundle at \(bundle.targetVersion); the schema is compared when they match"
+                    ]
+                } else {
+                    schema = [
+                        "not compared: the file is at version \(facts.version), newer than the bundle's \(bundle.targetVersion), which cannot read it (it needs \(facts.lastCompatibleVersion) or later)"
                     ]
                 }
                 return VerifyReport(
                     account: account, integrity: integrity, foreignKeys: foreignKeys, schema: schema,
-                    schemaCompared: facts.version == bundle.targetVersion, editedMigrations: editedMigrations(facts))
+                    schemaCompared: facts.version == bundle.targetVersion, editedMigrations: editedMigrations(facts),
+                    readableByBundle: isUsable(facts))
             }
         }
     }

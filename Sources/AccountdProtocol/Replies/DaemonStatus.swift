@@ -38,6 +38,9 @@ public struct DaemonStatus: ReplyModel {
     /// could not be opened: the error, in words; left out otherwise.
     public var problem: String?
 
+    /// ``state`` as a ``State``; nil for a state this client does not know (from a newer daemon).
+    public var condition: State? { State(rawValue: state) }
+
     public init(active: String?, state: String, version: Int?, bundleVersion: Int, problem: String? = nil) {
         self.active = active
         self.state = state

@@ -105,7 +105,9 @@ final class SwitchService: Sendable {
     ///
     /// When a reload replaced the bundle while the account was being opened, the account
     /// is opened again under the new one before this returns, so the account a switch
-    /// makes active is never left below the bundle in force.
+    /// makes active is never left below the bundle in force without a word: if that second
+    /// open fails, the account stays active at the version the first reached, and `Status`
+    /// says `failed` with the error.
     func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
         let (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
             try commit(account, version: outcome.version, mode: mode)
@@ -128,7 +130,14 @@ final class SwitchService: Sendable {
         logger.notice(
             "account \(account) was opened under bundle version \(store.targetVersion) while a reload brought version \(now.targetVersion); opening it again under the new bundle",
             metadata: ["account": "\(account)"])
-        let again = try await switchTo(account, create: false, commit: .refresh, progress: progress)
+        let again: Switched
+        do {
+            again = try await switchTo(account, create: false, commit: .refresh, progress: progress)
+        } catch {
+            // The account is active (committed above) at the version it reached; `Status`
+            // says `failed` with this error (noteFailure), as after a failed reload.
+            return switched
+        }
         // One switch, reported whole: what the first open did, and the version it ends at.
         var latest = again.outcome
         if outcome.action != .opened {

@@ -136,6 +136,9 @@ final class SwitchService: Sendable {
         } catch {
             // The account is active (committed above) at the version it reached; `Status`
             // says `failed` with this error (noteFailure), as after a failed reload.
+            logger.error(
+                "account \(account) is active at version \(outcome.version) but could not be brought to the reloaded bundle's \(now.targetVersion): \(error)",
+                metadata: ["account": "\(account)", "operation": "Switch", "error": "\((error as? AccountdError)?.wireName.rawValue ?? "\(error)")"])
             return switched
         }
         // One switch, reported whole: what the first open did, and the version it ends at.

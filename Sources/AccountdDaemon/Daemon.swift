@@ -57,7 +57,8 @@ public enum Daemon {
         let switching = services.switching
         let systemd = SystemdStatus(active: { switching.active })
         hub.listen(systemd.handle)
-        await switching.restoreSavedAccount()
+        // In the background: the daemon listens at once, whoever holds the saved account's file.
+        switching.openSavedAccount()
 
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
         let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)

@@ -40,5 +40,12 @@ struct RestoreCommand: AsyncParsableCommand {
         if let saved = reply.saved {
             print("The file it replaced was saved as snapshot \(saved.snapshot).")
         }
+        guard let reopened = reply.reopened else { return }
+        if reopened.failed {
+            print("The account is active, and its restored file could not be brought to the bundle; it stays at version \(reopened.version):")
+            print("  " + (reopened.problem ?? "no reason given"))
+            throw ClientError.failed("account \(reply.account) was restored but not reopened; 'accountctl status' shows the daemon's state")
+        }
+        print("The account is active and was \(reopened.action) again at version \(reopened.version).")
     }
 }

@@ -51,13 +51,15 @@ struct StatusCommand: AsyncParsableCommand {
     static func showDaemonStatus(_ global: GlobalOptions) async throws {
         let status = try await global.connect().status()
         if global.json { return Output.json(status.parameters) }
-        Output.fields([
+        var fields = [
             ("active", status.active ?? "none"),
             ("state", status.state),
             ("version", Output.text(status.version)),
             ("bundle version", String(status.bundleVersion)),
-            ("socket", global.socketPath),
-        ])
+        ]
+        if let problem = status.problem { fields.append(("problem", problem)) }
+        fields.append(("socket", global.socketPath))
+        Output.fields(fields)
     }
 
     /// `7 add_index, applied 2025-01-02T03:04:05Z`, or `none`.

@@ -31,7 +31,7 @@ import Testing
             .ping: [EmptyReply()],
             .metrics: [MetricsReply(text: "accountd_accounts 1\n")],
             .status: [
-                DaemonStatus(active: "alice", state: "ready", version: 3, bundleVersion: 3),
+                DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed"),
                 AccountStatusReply(
                     account: "alice", exists: true, version: 3, target: 3, state: "current", sizeBytes: 4096, createdAt: "2026-01-01T00:00:00Z",
                     lastMigration: .init(version: 3, name: "0003_x.sql", appliedAt: "2026-01-01T00:00:00Z"), editedMigrations: [edited],
@@ -51,7 +51,10 @@ import Testing
             ],
             .plan: [PlanReply(account: "alice", fromVersion: 1, version: 2, steps: [.init(sql: "DROP TABLE t;", lossy: true)])],
             .snapshots: [SnapshotList(account: "alice", snapshots: [snapshot])],
-            .restore: [RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3))],
+            .restore: [
+                RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3)),
+                RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "failed", version: 1, problem: "no")),
+            ],
             .snapshot: [snapshot],
             .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot)],
             .migrate: [
@@ -72,6 +75,7 @@ import Testing
                 WatchEvent.switched(.init(account: "alice", previous: "bob", action: "opened", version: 3)),
                 WatchEvent.migration(.init(account: "alice", step: 1, of: 2, name: "0002_x.sql", version: 2)),
                 WatchEvent.changed(.init(namespace: "user", key: "theme", scope: "account", account: "alice", value: "dark", deleted: false)),
+                WatchEvent.failed(.init(account: "alice", error: "io.accountd.MigrationFailed", message: "no", version: 3)),
                 WatchEvent.missed(count: 3),
             ],
         ]

@@ -34,12 +34,16 @@ import Testing
         ExportTotals(format: "jsonl", tables: ["b": 2, "a": 1], rows: 3),
         ExportTotals(format: "sqlite", sizeBytes: 4096, sha256: "ab"),
         VerifyResult(account: "alice", healthy: false, integrity: "ok", foreignKeys: ["x"], schema: [], editedMigrations: [edited]),
+        VerifyResult(account: "alice", healthy: true, integrity: "ok", foreignKeys: [], schema: ["not compared"], schemaCompared: false, editedMigrations: []),
         PlanReply(account: "alice", fromVersion: 1, version: 3, steps: [.init(sql: "-- lossy: x\nDROP TABLE t;", lossy: true), .init(sql: "SELECT 1;", lossy: false)]),
         PlanReply(account: "alice", fromVersion: 3, version: 3, steps: []),
         snapshot,
         SnapshotList(account: "alice", snapshots: [snapshot]),
         RestoreReply(account: "alice", restored: snapshot, saved: nil),
         RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 2)),
+        RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "failed", version: 1, problem: "migration failed")),
+        DaemonStatus(active: "alice", state: "too_new", version: 6, bundleVersion: 4, problem: "too new"),
+        DaemonStatus(active: nil, state: "idle", version: nil, bundleVersion: 4),
         RemoveReply(account: "alice", purged: false, snapshot: snapshot),
         RemoveReply(account: "alice", purged: true, snapshot: nil),
         PreferenceValue(value: ["nested": [1, 2.5, nil]]),
@@ -47,6 +51,7 @@ import Testing
         WatchEvent.switched(.init(account: "bob", previous: "alice", action: "created", version: 3)),
         WatchEvent.migration(.init(account: "bob", step: 1, of: 2, name: "0002_add_age", version: 2)),
         WatchEvent.changed(.init(namespace: "user", key: "theme", scope: "account", account: "bob", value: "dark", deleted: false)),
+        WatchEvent.failed(.init(account: "bob", error: "io.accountd.MigrationFailed", message: "rolled back", version: 2)),
     ]
 
     @Test(arguments: 0..<models.count)

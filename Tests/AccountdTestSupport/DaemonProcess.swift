@@ -9,6 +9,7 @@ public final class DaemonProcess {
     public private(set) var process: Process
     private let arguments: [String]
     private let environment: [String: String]
+    private let waitForSavedAccount: Bool
 
     /// Starts accountd and waits until its socket answers.
     ///
@@ -16,7 +17,13 @@ public final class DaemonProcess {
     ///   - directory: a folder of the test's own; the data root and socket go inside.
     ///   - bundle: the schema bundle (default: the sample bundle).
     ///   - environment: extra environment variables.
-    public init(directory: String, bundle: String = Repository.sampleBundle, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    ///   - waitForSavedAccount: also wait until start-up is done opening the saved active
+    ///     account (`Status` no longer says `opening`), as the tests that restart expect.
+    public init(
+        directory: String, bundle: String = Repository.sampleBundle, arguments: [String] = [], environment: [String: String] = [:],
+        waitForSavedAccount: Bool = true
+    ) throws {
+        self.waitForSavedAccount = waitForSavedAccount
         self.directory = directory
         dataRoot = directory + "/data"
         socket = directory + "/accountd.sock"
@@ -58,7 +65,9 @@ public final class DaemonProcess {
         let settled = waitUntil(timeout: timeout, interval: 0.02) {
             guard process.isRunning else { return true }
             guard let client = try? RawClient(socket: socket) else { return false }
-            return (try? client.callOne("ping"))?.error == nil
+            guard (try? client.callOne("ping"))?.error == nil else { return false }
+            // The daemon listens at once and opens the saved active account in the background.
+            return !waitForSavedAccount || (try? client.callOne("status"))?.parameters["state"] != "opening"
         }
         if !process.isRunning { throw RawClient.ClientError(message: "accountd exited with \(process.terminationStatus): \(log)") }
         guard settled else { throw RawClient.ClientError(message: "accountd did not become ready: \(log)") }

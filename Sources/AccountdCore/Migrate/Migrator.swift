@@ -25,7 +25,8 @@ struct Migrator {
     ///   transaction open; nil opens one, and closes it after.
     /// - Returns: the wall time of the transaction, in milliseconds.
     /// - Throws: ``AccountdError`` of kind `migrationFailed` naming the file, line and
-    ///   versions; `accountBusy` when the file changed version while waiting for its lock.
+    ///   versions; `accountBusy` when the file changed version while waiting for its lock, or
+    ///   another process held it locked past the busy timeout.
     func migrate(on writer: DatabaseQueue?, from fromVersion: Int, progress: ProgressHandler?) throws -> Double {
         let target = bundle.targetVersion
         let pending = bundle.declarative == nil ? Array(bundle.migrations[fromVersion..<target]) : []
@@ -184,6 +185,15 @@ struct Migrator {
         _ what: String, from: Int, file: String? = nil, line: Int? = nil, resultCode: ResultCode? = nil
     ) -> AccountdError {
         let storageFailure = resultCode.map { [.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN].contains($0.primaryResultCode) } ?? false
+        // Another process held the file past the busy timeout: nothing is wrong with the
+        // account or the bundle, and the same migration may succeed once it lets go.
+        let busy = resultCode.map { [.SQLITE_BUSY, .SQLITE_LOCKED].contains($0.primaryResultCode) } ?? false
+        if busy {
+            return AccountdError(
+                .accountBusy,
+                "account \(account) is locked by another process: \(what); rolled back, account \(account) stays at version \(from) (target \(bundle.targetVersion)); try again once it lets go",
+                account: account.rawValue, file: file ?? path, line: line, fromVersion: from, toVersion: bundle.targetVersion)
+        }
         return AccountdError(
             storageFailure ? .storage : .migrationFailed,
             "\(what); rolled back, account \(account) stays at version \(from) (target \(bundle.targetVersion))",

@@ -53,8 +53,13 @@ struct SnapshotStore: Sendable {
     /// - Parameters:
     ///   - file: the account's file, opened before `source` (see ``ReadOnlyFile``).
     ///   - protecting: snapshots retention must leave in place this time.
+    ///   - reusingSameState: when the newest snapshot taken for the same `reason` at the same
+    ///     version holds the same database as this copy (``SnapshotIdentity``), return it and
+    ///     keep no second one: a retry of a failed migration of an unchanged file then takes
+    ///     no new snapshot, and retention removes nothing.
     func take(
-        _ account: AccountName, reading source: Database, file: ReadOnlyFile, reason: String, protecting: Set<String> = []
+        _ account: AccountName, reading source: Database, file: ReadOnlyFile, reason: String, protecting: Set<String> = [],
+        reusingSameState: Bool = false
     ) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         // A folder made now holds nothing to clear away or to prune.
@@ -78,6 +83,10 @@ struct SnapshotStore: Sendable {
             } else {
                 try copyPages(source, to: temp)
             }
+            if reusingSameState, let same = sameState(as: temp, account: account, version: version, reason: reason) {
+                try FileSystem.removeIfPresent(temp)
+                return same
+            }
             try FileSystem.durableRename(temp, to: path)
         } catch {
             try? FileSystem.removeIfPresent(temp)
@@ -86,6 +95,23 @@ struct SnapshotStore: Sendable {
         if !first { try prune(account, now: now, protected: protecting.union([name])) }
         return SnapshotInfo(
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
+    }
+
+    /// The newest snapshot of `account` taken for `reason` at `version`, if it holds the same
+    /// database as the copy at `copy`; nil otherwise.
+    private func sameState(as copy: String, account: AccountName, version: Int, reason: String) -> SnapshotInfo? {
+        let suffix = "-v\(version)-\(reason)"
+        let candidate = list(account, readingVersions: false).first { snapshot in
+            // `<stamp>-v2-before-migrate`, or `...-before-migrate-2` for a second one in the same millisecond.
+            let tail = snapshot.name.drop { $0 != "-" }
+            return tail == suffix || (tail.hasPrefix(suffix + "-") && tail.dropFirst(suffix.count + 1).allSatisfy(\.isNumber))
+        }
+        guard let candidate, !FileSystem.exists(candidate.path + "-wal"), SnapshotIdentity.sameDatabase(copy, candidate.path) else {
+            return nil
+        }
+        return SnapshotInfo(
+            name: candidate.name, version: version, createdAt: candidate.createdAt, sizeBytes: FileSystem.size(of: candidate.path),
+            path: candidate.path)
     }
 
     /// Copies the database `source` sees into a new file at `temp` with SQLite's backup API,

@@ -51,12 +51,19 @@ public struct VerifyReport: Sendable, Hashable {
     /// Each foreign-key violation, in words; empty when there are none.
     public var foreignKeys: [String]
     /// Differences from the bundle's target schema; empty when the schema matches.
-    /// For a file at another version, one line saying so.
+    /// For a file at another version, one line saying why it was not compared.
     public var schema: [String]
+    /// Whether the schema was compared: only a file at the bundle's version is. A file at
+    /// another version (outdated, or newer) is not called unhealthy for its schema.
+    public var schemaCompared: Bool
     public var editedMigrations: [EditedMigration]
+    /// False for a file newer than the bundle and not readable by it (`too_new`): such a file
+    /// is not healthy for this bundle, whatever the other checks say.
+    public var readableByBundle: Bool = true
 
     /// True when nothing is wrong.
     public var isHealthy: Bool {
-        integrity == ["ok"] && foreignKeys.isEmpty && schema.isEmpty && editedMigrations.isEmpty
+        integrity == ["ok"] && foreignKeys.isEmpty && (schema.isEmpty || !schemaCompared) && editedMigrations.isEmpty
+            && readableByBundle
     }
 }

@@ -208,7 +208,9 @@ public final class AccountStore: Sendable {
         _ account: AccountName, reading db: Database, file: ReadOnlyFile
     ) throws -> (info: SnapshotInfo, milliseconds: Double) {
         let started = ContinuousClock.now
-        let info = try snapshots.take(account, reading: db, file: file, reason: "before-migrate")
+        // A retry after a failed migration finds the file as the last one left it: its
+        // snapshot is reused, so failures never push older snapshots out of retention.
+        let info = try snapshots.take(account, reading: db, file: file, reason: "before-migrate", reusingSameState: true)
         return (info, (ContinuousClock.now - started).milliseconds)
     }
 
@@ -362,12 +364,19 @@ public final class AccountStore: Sendable {
                 if facts.version == bundle.targetVersion {
                     schema = SchemaDiff(leftName: "the file", rightName: "the bundle's target schema")
                         .differences(try SchemaReader.read(db), bundle.targetSchema)
+                } else if isUsable(facts) {
+                    schema = [
+                        "not compared: the file is at version \(facts.version) and the bundle at \(bundle.targetVersion); the schema is compared when they match"
+                    ]
                 } else {
-                    schema = ["the file is at version \(facts.version) and the bundle at \(bundle.targetVersion); the schema is compared when they match"]
+                    schema = [
+                        "not compared: the file is at version \(facts.version), newer than the bundle's \(bundle.targetVersion), which cannot read it (it needs \(facts.lastCompatibleVersion) or later)"
+                    ]
                 }
                 return VerifyReport(
                     account: account, integrity: integrity, foreignKeys: foreignKeys, schema: schema,
-                    editedMigrations: editedMigrations(facts))
+                    schemaCompared: facts.version == bundle.targetVersion, editedMigrations: editedMigrations(facts),
+                    readableByBundle: isUsable(facts))
             }
         }
     }

@@ -11,7 +11,7 @@ extension Dispatcher {
         let done = try await services.maintenance.restore(account, snapshot: snapshot)
         let reply = RestoreReply(
             account: account.rawValue, restored: SnapshotEntry(done.restored), saved: done.saved.map(SnapshotEntry.init),
-            reopened: done.reopened.map { RestoreReply.Reopened(action: $0.action.rawValue, version: $0.version) })
+            reopened: done.reopened)
         try await writer.send(Reply(reply))
     }
 

@@ -5,15 +5,17 @@ import Logging
 
 /// Maps every error to its wire form, in one place.
 ///
-/// Core errors keep their message and facts. Anything unexpected goes out as
-/// `InternalError` with a reference; its details are logged, never sent, but a full or
-/// failing disk is named as such (never as corruption).
+/// Core errors keep their message and facts, and each leaves a log line naming the
+/// account, the operation and the error (``log(_:method:logger:)``). Anything unexpected
+/// goes out as `InternalError` with a reference; its details are logged, never sent, but a
+/// full or failing disk is named as such (never as corruption).
 enum ErrorMapping {
     static func reply(for error: any Error, method: Method?, logger: Logger) -> Reply {
         switch error {
         case let error as ProtocolError:
             return error.reply
         case let error as AccountdError:
+            log(error, method: method, logger: logger)
             var facts: [(String, JSONValue)] = [("message", .string(error.message))]
             if let account = error.account { facts.append(("account", .string(account))) }
             if let file = error.file { facts.append(("file", .string(file))) }
@@ -35,6 +37,22 @@ enum ErrorMapping {
                 ).reply
             }
             return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
+        }
+    }
+
+    /// The log line of a failed operation: at `error` for what needs an operator (a failed
+    /// migration, a storage failure, a damaged file, a refused bundle), else at `warning`;
+    /// with the account, the operation and the error as metadata (journald fields under systemd).
+    static func log(_ error: AccountdError, method: Method?, logger: Logger) {
+        let operation = method?.rawValue ?? "request"
+        var metadata: Logger.Metadata = ["operation": "\(operation)", "error": "\(error.wireName.rawValue)"]
+        if let account = error.account { metadata["account"] = "\(account)" }
+        let severe: Set<AccountdError.Kind> = [.migrationFailed, .storage, .accountCorrupt, .invalidBundle]
+        let line: Logger.Message = "\(operation)\(error.account.map { " of account \($0)" } ?? "") failed: \(error.wireName.rawValue): \(error.message)"
+        if severe.contains(error.kind) {
+            logger.error(line, metadata: metadata)
+        } else {
+            logger.warning(line, metadata: metadata)
         }
     }
 }

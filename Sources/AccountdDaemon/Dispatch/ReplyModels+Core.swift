@@ -34,7 +34,8 @@ extension VerifyResult {
     init(_ report: VerifyReport) {
         self.init(
             account: report.account.rawValue, healthy: report.isHealthy, integrity: report.integrity.joined(separator: "; "),
-            foreignKeys: report.foreignKeys, schema: report.schema, editedMigrations: report.editedMigrations.map(EditedMigrationInfo.init))
+            foreignKeys: report.foreignKeys, schema: report.schema,
+            schemaCompared: report.schemaCompared, editedMigrations: report.editedMigrations.map(EditedMigrationInfo.init))
     }
 }
 

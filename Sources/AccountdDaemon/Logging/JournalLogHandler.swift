@@ -4,10 +4,10 @@ import Logging
 
 /// Logs to the systemd journal with structured fields.
 ///
-/// Besides `MESSAGE` and `PRIORITY`, the metadata keys `account`, `migration_from`,
-/// `migration_to`, `peer_uid` and `error` become the journal fields `ACCOUNT=`,
-/// `MIGRATION_FROM=`, `MIGRATION_TO=`, `PEER_UID=` and `ERROR=`, so an operator can
-/// run `journalctl -u accountd ACCOUNT=alice`.
+/// Besides `MESSAGE` and `PRIORITY`, the metadata keys `account`, `operation`,
+/// `migration_from`, `migration_to`, `peer_uid` and `error` become the journal fields
+/// `ACCOUNT=`, `OPERATION=`, `MIGRATION_FROM=`, `MIGRATION_TO=`, `PEER_UID=` and `ERROR=`,
+/// so an operator can run `journalctl -u accountd ACCOUNT=alice`.
 public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level

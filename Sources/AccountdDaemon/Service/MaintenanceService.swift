@@ -64,11 +64,15 @@ struct MaintenanceService: Sendable {
         var restored: SnapshotInfo
         /// The replaced file, kept as a snapshot; nil when there was no file.
         var saved: SnapshotInfo?
-        /// For the active account: how it was opened again.
-        var reopened: OpenOutcome?
+        /// For the active account: how it was opened again, or why it could not be.
+        var reopened: RestoreReply.Reopened?
     }
 
     /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
+    ///
+    /// The restore stands once the file is replaced: a reopen that fails (a migration the
+    /// restored data breaks) is said in ``Restored/reopened``, not thrown, and `Status` says
+    /// `failed` with the restored file's version until an open of it succeeds.
     func restore(_ account: AccountName, snapshot: String?) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
         let (restored, saved) = try await store.withHold(account) { hold in
@@ -82,9 +86,22 @@ struct MaintenanceService: Sendable {
         logger.notice(
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
             metadata: ["account": "\(account)"])
-        var reopened: OpenOutcome?
+        var reopened: RestoreReply.Reopened?
         if account == switching.active {
-            reopened = try await switching.switchTo(account, create: false, save: false, progress: nil).outcome
+            do {
+                let switched = try await switching.switchTo(account, create: false, commit: .refresh, progress: nil)
+                if switched.committed {
+                    reopened = RestoreReply.Reopened(action: switched.outcome.action.rawValue, version: switched.outcome.version)
+                }
+            } catch {
+                let failure = error as? AccountdError
+                let problem = failure?.message ?? "\(error)"
+                let version = failure?.fromVersion ?? restored.version
+                logger.error(
+                    "account \(account) was restored from snapshot \(restored.name), but the active account could not be opened again at the bundle's version; its file stays at version \(version): \(problem)",
+                    metadata: ["account": "\(account)", "operation": "Restore", "error": "\(failure?.wireName.rawValue ?? "\(error)")"])
+                reopened = RestoreReply.Reopened(action: "failed", version: version, problem: problem)
+            }
         }
         return Restored(restored: restored, saved: saved, reopened: reopened)
     }

@@ -14,17 +14,53 @@ import Synchronization
 final class SwitchService: Sendable {
     /// The mutable state.
     struct State: Sendable {
-        /// The active account and its version, as `state.json` has it.
+        /// The active account and its version, as `state.json` and its file have them.
         var active: AccountName?
         var version: Int?
         /// Accounts being removed: none of them may become active meanwhile.
         var removing: Set<AccountName> = []
+        /// Why the active account could not be brought to the bundle, until an open of it
+        /// succeeds or another account becomes active; with no active account, why the saved
+        /// one could not be opened at start-up (`Status` then says `idle`, with the reason).
+        var failure: Failure?
+        /// At start-up, while the saved active account is not open yet.
+        var opening: Opening?
+    }
+
+    /// A failed attempt to bring an account to the bundle, as `Status` reports it.
+    struct Failure: Sendable {
+        var account: AccountName
+        var message: String
+        /// The file is newer than the bundle and not readable by it.
+        var tooNew: Bool
+    }
+
+    /// The saved active account, while start-up has not opened it yet.
+    struct Opening: Sendable {
+        var account: AccountName
+        /// Why the last attempt did not open it; nil during the first.
+        var problem: String?
+    }
+
+    /// Which account a switch's commit may make active.
+    enum Commit: Sendable {
+        /// A `Switch`: the account becomes active; with `save`, `state.json` names it.
+        case select(save: Bool)
+        /// Opening the active account again (a reload, a restore, a reload during a switch):
+        /// it is kept active only if it still is, so a switch to another account made
+        /// meanwhile stands.
+        case refresh
+        /// The saved account at start-up: made active only while no account is.
+        case startup
     }
 
     /// What a completed switch did.
     struct Switched: Sendable {
         var outcome: OpenOutcome
         var previous: AccountName?
+        /// False when the commit's condition (``Commit``) no longer held: the account was
+        /// opened but did not become, or stay, the active one.
+        var committed: Bool = true
     }
 
     let stores: Reloadable<AccountStore>
@@ -34,9 +70,9 @@ final class SwitchService: Sendable {
     let logger: Logger
     let metrics: DaemonMetrics
     let board = MigrationBoard()
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// `state.json`: the durable record of the active account.
-    private let record: ActiveAccountRecord
+    let record: ActiveAccountRecord
     /// Held while a switch saves `state.json` and sets the active account (on a pool
     /// thread, never on an event loop), so the file always names the account that is active.
     private let commits = Mutex(())
@@ -57,48 +93,73 @@ final class SwitchService: Sendable {
     var root: DataRoot { stores.current.root }
     var active: AccountName? { state.withLock { $0.active } }
 
-    /// Opens the account saved in `state.json`, so the daemon is ready in SPEC's sense.
-    func restoreSavedAccount() async {
-        let saved: AccountName?
-        do {
-            saved = try record.read()
-        } catch {
-            logger.error("\(error)")
-            return
-        }
-        guard let saved else { return }
-        do {
-            let result = try await switchTo(saved, create: false, save: false, progress: nil)
-            logger.info(
-                "restored active account \(saved): \(result.outcome.action.rawValue) at version \(result.outcome.version)",
-                metadata: ["account": "\(saved)"])
-        } catch {
-            logger.error(
-                "the saved active account \(saved) could not be opened, starting with no active account: \(error)",
-                metadata: ["account": "\(saved)"])
-        }
-    }
-
-    /// Brings `account` to the bundle's version and makes it active.
+    /// Brings `account` to the bundle's version and makes it active; with `save: false`,
+    /// opens the active account again (``Commit/refresh``).
     ///
     /// A failed switch leaves the previous account active.
     func switchTo(_ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?) async throws -> Switched {
-        let (outcome, previous) = try await open(account, create: create, progress: progress) { [self] outcome in
-            try commit(account, version: outcome.version, save: save)
+        try await switchTo(account, create: create, commit: save ? .select(save: true) : .refresh, progress: progress)
+    }
+
+    /// Brings `account` to the bundle's version and makes it active as `commit` allows.
+    ///
+    /// When a reload replaced the bundle while the account was being opened, the account
+    /// is opened again under the new one before this returns, so the account a switch
+    /// makes active is never left below the bundle in force without a word: if that second
+    /// open fails, the account stays active at the version the first reached, and `Status`
+    /// says `failed` with the error.
+    func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
+        let (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
+            try commit(account, version: outcome.version, mode: mode)
         }
+        let switched = Switched(outcome: outcome, previous: committed.previous, committed: committed.made)
+        guard committed.made else { return switched }
         logSwitch(outcome)
         hub.publish(
             .watched(
                 .switched(
-                    .init(account: account.rawValue, previous: previous?.rawValue, action: outcome.action.rawValue, version: outcome.version))))
-        return Switched(outcome: outcome, previous: previous)
+                    .init(
+                        account: account.rawValue, previous: committed.previous?.rawValue, action: outcome.action.rawValue,
+                        version: outcome.version))))
+        // A reload that replaced the store after this open began found the previous active
+        // account, or this one before it was committed: bring this one to the new bundle now.
+        // (The reload replaces the store, then reads the active account; this commits, then
+        // reads the store: one of the two sees the other.)
+        let now = stores.current
+        guard now !== store else { return switched }
+        logger.notice(
+            "account \(account) was opened under bundle version \(store.targetVersion) while a reload brought version \(now.targetVersion); opening it again under the new bundle",
+            metadata: ["account": "\(account)"])
+        let again: Switched
+        do {
+            again = try await switchTo(account, create: false, commit: .refresh, progress: progress)
+        } catch {
+            // The account is active (committed above) at the version it reached; `Status`
+            // says `failed` with this error (noteFailure), as after a failed reload.
+            logger.error(
+                "account \(account) is active at version \(outcome.version) but could not be brought to the reloaded bundle's \(now.targetVersion): \(error)",
+                metadata: ["account": "\(account)", "operation": "Switch", "error": "\((error as? AccountdError)?.wireName.rawValue ?? "\(error)")"])
+            return switched
+        }
+        // One switch, reported whole: what the first open did, and the version it ends at.
+        var latest = again.outcome
+        if outcome.action != .opened {
+            latest.action = outcome.action
+            latest.fromVersion = outcome.fromVersion
+        }
+        latest.durationMs += outcome.durationMs
+        return Switched(outcome: latest, previous: committed.previous, committed: again.committed)
     }
 
     /// Migrates one account without making it active.
     func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
-        let (outcome, _) = try await open(account, create: false, progress: nil)
+        let (outcome, _, _) = try await open(account, create: false, progress: nil)
         if outcome.action == .migrated { logSwitch(outcome) }
-        state.withLock { if $0.active == account { $0.version = outcome.version } }
+        state.withLock {
+            guard $0.active == account else { return }
+            $0.version = outcome.version
+            $0.failure = nil
+        }
         return outcome
     }
 
@@ -106,10 +167,11 @@ final class SwitchService: Sendable {
     /// preference table, and announces each migration step.
     ///
     /// - Parameter then: more blocking work to do on the same thread once the account is ready.
+    /// - Returns: the outcome, what `then` returned, and the store the account was opened under.
     private func open<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
         then: @escaping @Sendable (OpenOutcome) throws -> T = { _ in () }
-    ) async throws -> (OpenOutcome, T) {
+    ) async throws -> (OpenOutcome, T, AccountStore) {
         board.begin(account)
         defer {
             board.end(account)
@@ -121,7 +183,9 @@ final class SwitchService: Sendable {
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
             return result
         } catch {
-            if board.steps(account) > 0 { metrics.migrationFailed() }
+            let migrationRan = board.steps(account) > 0
+            if migrationRan { metrics.migrationFailed() }
+            noteFailure(account, error, migrationRan: migrationRan)
             throw error
         }
     }
@@ -129,7 +193,7 @@ final class SwitchService: Sendable {
     /// ``open(_:create:progress:then:)`` once the account is held.
     private func openHeld<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) throws -> T
-    ) async throws -> (OpenOutcome, T) {
+    ) async throws -> (OpenOutcome, T, AccountStore) {
         let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
@@ -142,16 +206,21 @@ final class SwitchService: Sendable {
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
                     progress?(step)
                 }
-                return (outcome, try then(outcome))
+                return (outcome, try then(outcome), store)
             }
         }
     }
 
-    /// Saves `account` as the active one and makes it active; returns the account that was
-    /// active before. Blocking: runs on a pool thread, one switch at a time.
-    private func commit(_ account: AccountName, version: Int, save: Bool) throws -> AccountName? {
+    /// Makes `account` active as `mode` allows, saving it in `state.json` for a ``Commit/select(save:)``;
+    /// returns the account that was active before, and whether `account` is active now by
+    /// this commit. Blocking: runs on a pool thread, one switch at a time.
+    private func commit(_ account: AccountName, version: Int, mode: Commit) throws -> (previous: AccountName?, made: Bool) {
         try commits.withLock { _ in
             let (previous, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
+            switch mode {
+            case .refresh where previous != account, .startup where previous != nil: return (previous, false)
+            case .select, .refresh, .startup: break
+            }
             // A removal may have taken the file between the open and now (see beginRemoval).
             if removing || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
                 throw AccountdError(
@@ -159,18 +228,20 @@ final class SwitchService: Sendable {
                     "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
                     account: account.rawValue)
             }
-            if save && previous != account { try record.save(account) }
+            if case .select(save: true) = mode, previous != account { try record.save(account) }
             state.withLock {
                 $0.active = account
                 $0.version = version
+                $0.failure = nil
+                $0.opening = nil
             }
-            return previous
+            return (previous, true)
         }
     }
 
     /// Marks `account` as being removed, unless it is the active account.
     ///
-    /// Together with the check in ``commit(_:version:save:)``, made under the same
+    /// Together with the check in ``commit(_:version:mode:)``, made under the same
     /// ``commits`` lock, this decides every race between a removal and a switch to the
     /// same account: either the switch committed first and the removal is refused with
     /// `AccountActive`, or the removal marked the account first and the switch fails with
@@ -241,58 +312,4 @@ final class SwitchService: Sendable {
 
     /// Milliseconds to one decimal, for the log.
     private static func tenths(_ milliseconds: Double) -> Double { (milliseconds * 10).rounded() / 10 }
-
-    /// The daemon-wide status. Never waits.
-    func daemonStatus() -> DaemonStatus {
-        let (active, version) = state.withLock { ($0.active, $0.version) }
-        let condition: String =
-            if let active, board.isMigrating(active) { "migrating" } else if active != nil { "ready" } else { "idle" }
-        return DaemonStatus(active: active?.rawValue, state: condition, version: version, bundleVersion: stores.current.targetVersion)
-    }
-
-    /// One account's status; never waits for a migration.
-    func accountStatus(_ account: AccountName) async throws -> AccountStatus {
-        let store = stores.current
-        if board.isMigrating(account) {
-            return AccountStatus(
-                account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
-                sizeBytes: store.sizeOnDisk(account))
-        }
-        return try await pool.run { store.status(account) }
-    }
-
-    /// Every account's name, in order.
-    func accountNames() async throws -> [AccountName] {
-        let store = stores.current
-        return try await pool.run { store.root.accountNames() }
-    }
-
-    /// Every account with its size, and with `details` its version and state, as `List`
-    /// replies them: only those fields are kept, so that listing a fleet of 100,000 accounts
-    /// holds a few megabytes for a moment, not a full status of each.
-    func list(details: Bool) async throws -> [ListEntry] {
-        let (store, board) = (stores.current, board)
-        return try await pool.run {
-            store.root.accountNames().map { account in
-                guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
-                // The status has read the size already.
-                var status = store.status(account)
-                if board.isMigrating(account) { status.state = .migrating }
-                return ListEntry(
-                    account: account.rawValue, sizeBytes: status.sizeBytes,
-                    details: ListEntry.Details(version: status.version, state: status.state.rawValue))
-            }
-        }
-    }
-
-    /// The watchdog's store read (``LivenessCheck``): reads `state.json` under the data root
-    /// and the daemon's shared state.
-    ///
-    /// Cheap, and it touches no account file, takes no account lock and needs no pool thread,
-    /// so neither a long migration nor a busy client holds it up; a data root that no longer
-    /// answers, or shared state that stays locked, does.
-    func livenessRead() {
-        _ = try? record.read()
-        _ = daemonStatus()
-    }
 }

@@ -10,6 +10,9 @@ final class SystemdStatus: Sendable {
     private let active: @Sendable () -> AccountName?
     /// Whether `READY=1` was sent: before it, only migration steps are reported.
     private let serving = Atomic(false)
+    /// What `READY=1` waits for: the sockets listen, and start-up's first attempt to open
+    /// the saved active account ended (``DaemonEvent/startupSettled``).
+    private let readiness = Mutex((listening: false, settled: false))
 
     /// - Parameter active: the active account now.
     init(active: @escaping @Sendable () -> AccountName?) {
@@ -30,17 +33,32 @@ final class SystemdStatus: Sendable {
             SystemdNotifier.notify("EXTEND_TIMEOUT_USEC=120000000")
         case .watched(.switched), .openEnded:
             if serving.load(ordering: .acquiring) { SystemdNotifier.notify("STATUS=" + servingLine) }
+        case .startupSettled:
+            let now = readiness.withLock { state -> Bool in
+                defer { state.settled = true }
+                return state.listening && !state.settled
+            }
+            if now { sendReady() }
         case .watched:
             break
         }
     }
 
-    /// `READY=1`, once the socket accepts connections and the saved account is open; returns the line sent.
+    /// The sockets accept connections: `READY=1` now, or once start-up's first attempt to
+    /// open the saved active account ends (the daemon answers meanwhile, `Status` saying
+    /// `opening`). Returns the status line.
     func ready() -> String {
+        let now = readiness.withLock { state -> Bool in
+            defer { state.listening = true }
+            return state.settled && !state.listening
+        }
+        if now { sendReady() }
+        return servingLine
+    }
+
+    private func sendReady() {
         serving.store(true, ordering: .releasing)
-        let line = servingLine
-        SystemdNotifier.notify("READY=1\nSTATUS=" + line)
-        return line
+        SystemdNotifier.notify("READY=1\nSTATUS=" + servingLine)
     }
 
     /// A reload began (`RELOADING=1`).

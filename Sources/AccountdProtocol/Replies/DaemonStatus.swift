@@ -1,21 +1,52 @@
 /// The reply to `Status` without an account: the active account and the daemon's state.
 public struct DaemonStatus: ReplyModel {
-    enum Key: String { case active, state, version, bundleVersion }
+    enum Key: String { case active, state, version, bundleVersion, problem }
+
+    /// The daemon's states, as `state` names them.
+    public enum State: String, Sendable, CaseIterable {
+        /// No account is active; `problem` says why when the saved active account could not
+        /// be opened at start-up.
+        case idle
+        /// At start-up: the saved active account is not open yet (another process holds
+        /// it locked); the daemon tries again in the background. `problem` says why.
+        case opening
+        /// The active account is being migrated.
+        case migrating
+        /// The active account is at the bundle's version, or newer and readable by it.
+        case ready
+        /// The active account is older than the bundle, and no migration of it runs
+        /// (for a moment, while a reload's migration of it begins).
+        case outdated
+        /// The last attempt to bring the active account to the bundle failed; `problem` has
+        /// the error. `version` is the version the file stayed at.
+        case failed
+        /// The active account's file is newer than the bundle and not readable by it (an
+        /// older bundle was loaded); calls on it answer `AccountTooNew`.
+        case tooNew = "too_new"
+    }
 
     /// The active account, or nil when none is.
     public var active: String?
-    /// `ready`, `migrating` (the active account is being migrated) or `idle` (no active account).
+    /// One of ``State``'s names: `idle`, `opening`, `migrating`, `ready`, `outdated`,
+    /// `failed` or `too_new`.
     public var state: String
-    /// The active account's schema version, or nil.
+    /// The active account's schema version, as its file has it, or nil.
     public var version: Int?
     /// The bundle's target version.
     public var bundleVersion: Int
+    /// Why the state is `failed`, `too_new` or `opening`, or `idle` after the saved account
+    /// could not be opened: the error, in words; left out otherwise.
+    public var problem: String?
 
-    public init(active: String?, state: String, version: Int?, bundleVersion: Int) {
+    /// ``state`` as a ``State``; nil for a state this client does not know (from a newer daemon).
+    public var condition: State? { State(rawValue: state) }
+
+    public init(active: String?, state: String, version: Int?, bundleVersion: Int, problem: String? = nil) {
         self.active = active
         self.state = state
         self.version = version
         self.bundleVersion = bundleVersion
+        self.problem = problem
     }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
@@ -24,6 +55,7 @@ public struct DaemonStatus: ReplyModel {
         state = try reader.string(Key.state)
         version = try reader.optionalInt(Key.version)
         bundleVersion = try reader.int(Key.bundleVersion)
+        problem = try reader.optionalString(Key.problem)
     }
 
     public var parameters: JSONValue {
@@ -32,6 +64,7 @@ public struct DaemonStatus: ReplyModel {
         object.add(Key.state, .string(state))
         object.add(Key.version, JSONValue(version))
         object.add(Key.bundleVersion, JSONValue(bundleVersion))
+        object.addIfPresent(Key.problem, problem.map { .string($0) })
         return object.value
     }
 }

@@ -1,18 +1,30 @@
-/// The reply to `Restore`: the snapshot put back, and the snapshot of the file it replaced.
+/// The reply to `Restore`: the snapshot put back, the snapshot of the file it replaced,
+/// and, for the active account, how the restored file was opened again.
 public struct RestoreReply: ReplyModel {
     /// How the restored file was reopened, when the account is the active one.
+    ///
+    /// On the wire: `reopened` (`opened`, `migrated` or `failed`); `action` and `version`
+    /// as a Switch has them when it succeeded; `version` (the version the restored file
+    /// stays at) and `problem` (the error) when it failed.
     public struct Reopened: Hashable, Sendable {
-        /// `opened` or `migrated`.
+        /// `opened`, `migrated` or `failed`.
         public var action: String
+        /// The file's version after the reopen.
         public var version: Int
+        /// Why the reopen failed; nil when it succeeded.
+        public var problem: String?
 
-        public init(action: String, version: Int) {
+        public init(action: String, version: Int, problem: String? = nil) {
             self.action = action
             self.version = version
+            self.problem = problem
         }
+
+        /// True when the restored file could not be brought to the bundle.
+        public var failed: Bool { action == "failed" }
     }
 
-    enum Key: String { case account, restored, saved, action, version }
+    enum Key: String { case account, restored, saved, reopened, action, version, problem }
 
     public var account: String
     /// The snapshot restored; it is kept.
@@ -34,7 +46,14 @@ public struct RestoreReply: ReplyModel {
         account = try reader.string(Key.account)
         restored = try reader.object(Key.restored, SnapshotEntry.init)
         saved = try reader.optionalObject(Key.saved, SnapshotEntry.init)
-        reopened = reader.has(Key.action) ? Reopened(action: try reader.string(Key.action), version: try reader.int(Key.version)) : nil
+        if let outcome = try reader.optionalString(Key.reopened) {
+            reopened = Reopened(action: outcome, version: try reader.int(Key.version), problem: try reader.optionalString(Key.problem))
+        } else if reader.has(Key.action) {
+            // A daemon from before `reopened`.
+            reopened = Reopened(action: try reader.string(Key.action), version: try reader.int(Key.version))
+        } else {
+            reopened = nil
+        }
     }
 
     public var parameters: JSONValue {
@@ -43,8 +62,10 @@ public struct RestoreReply: ReplyModel {
         object.add(Key.restored, restored.parameters)
         object.add(Key.saved, saved?.parameters ?? .null)
         if let reopened {
-            object.add(Key.action, .string(reopened.action))
+            object.add(Key.reopened, .string(reopened.action))
+            if !reopened.failed { object.add(Key.action, .string(reopened.action)) }
             object.add(Key.version, JSONValue(reopened.version))
+            object.addIfPresent(Key.problem, reopened.problem.map { .string($0) })
         }
         return object.value
     }

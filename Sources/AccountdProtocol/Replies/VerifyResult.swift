@@ -1,6 +1,6 @@
 /// The reply to `Verify`: a full check of one account file.
 public struct VerifyResult: ReplyModel {
-    enum Key: String { case account, healthy, integrity, foreignKeys, schema, editedMigrations }
+    enum Key: String { case account, healthy, integrity, foreignKeys, schema, schemaCompared, editedMigrations }
 
     public var account: String
     /// True when every check passed.
@@ -9,17 +9,25 @@ public struct VerifyResult: ReplyModel {
     public var integrity: String
     /// Foreign-key violations.
     public var foreignKeys: [String]
-    /// Differences between the file's schema and the bundle's.
+    /// Differences between the file's schema and the bundle's; when ``schemaCompared`` is
+    /// false, one line saying why the schema was not compared.
     public var schema: [String]
+    /// False for a file at another version than the bundle's: its schema was not compared,
+    /// and does not count against `healthy`. True when a daemon leaves the key out.
+    public var schemaCompared: Bool
     /// Applied migrations whose bundle file has changed since.
     public var editedMigrations: [EditedMigrationInfo]
 
-    public init(account: String, healthy: Bool, integrity: String, foreignKeys: [String], schema: [String], editedMigrations: [EditedMigrationInfo]) {
+    public init(
+        account: String, healthy: Bool, integrity: String, foreignKeys: [String], schema: [String], schemaCompared: Bool = true,
+        editedMigrations: [EditedMigrationInfo]
+    ) {
         self.account = account
         self.healthy = healthy
         self.integrity = integrity
         self.foreignKeys = foreignKeys
         self.schema = schema
+        self.schemaCompared = schemaCompared
         self.editedMigrations = editedMigrations
     }
 
@@ -30,6 +38,7 @@ public struct VerifyResult: ReplyModel {
         integrity = try reader.string(Key.integrity)
         foreignKeys = try reader.strings(Key.foreignKeys)
         schema = try reader.strings(Key.schema)
+        schemaCompared = reader.has(Key.schemaCompared) ? try reader.bool(Key.schemaCompared) : true
         editedMigrations = try reader.array(Key.editedMigrations, EditedMigrationInfo.init)
     }
 
@@ -40,6 +49,7 @@ public struct VerifyResult: ReplyModel {
         object.add(Key.integrity, .string(integrity))
         object.add(Key.foreignKeys, .array(foreignKeys.map { .string($0) }))
         object.add(Key.schema, .array(schema.map { .string($0) }))
+        object.add(Key.schemaCompared, .bool(schemaCompared))
         object.add(Key.editedMigrations, .array(editedMigrations.map(\.parameters)))
         return object.value
     }

@@ -6,6 +6,9 @@ public enum WatchEvent: ReplyModel {
     case migration(Migration)
     /// A preference was set or deleted.
     case changed(Changed)
+    /// A migration failed and was rolled back, or the active account could not be brought
+    /// to the bundle: the file stays at `version`.
+    case failed(Failed)
     /// `{"event":"missed","count":N}`: this watcher fell behind and lost the `count`
     /// oldest events before the ones that follow.
     case missed(count: Int)
@@ -47,6 +50,24 @@ public enum WatchEvent: ReplyModel {
         }
     }
 
+    /// `{"event":"failed", account, error, message, version?}`.
+    public struct Failed: Hashable, Sendable {
+        public var account: String
+        /// The error's wire name, e.g. `io.accountd.MigrationFailed`.
+        public var error: String
+        /// The error, in words: what happened and what to do.
+        public var message: String
+        /// The version the file stayed at, when known.
+        public var version: Int?
+
+        public init(account: String, error: String, message: String, version: Int?) {
+            self.account = account
+            self.error = error
+            self.message = message
+            self.version = version
+        }
+    }
+
     /// `{"event":"changed", namespace, key, scope, account?, value, deleted}`.
     public struct Changed: Hashable, Sendable {
         public var namespace: String
@@ -69,8 +90,8 @@ public enum WatchEvent: ReplyModel {
         }
     }
 
-    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted, count }
-    enum Kind: String { case switched, migration, changed, missed }
+    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted, count, error, message }
+    enum Kind: String { case switched, migration, changed, failed, missed }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
         let reader = try ReplyReader(parameters, model: "Watch")
@@ -91,6 +112,11 @@ public enum WatchEvent: ReplyModel {
                     namespace: try reader.string(Key.namespace), key: try reader.string(Key.key), scope: try reader.string(Key.scope),
                     account: try reader.optionalString(Key.account), value: reader.raw(Key.value) ?? .null,
                     deleted: try reader.bool(Key.deleted)))
+        case .failed?:
+            self = .failed(
+                Failed(
+                    account: try reader.string(Key.account), error: try reader.string(Key.error), message: try reader.string(Key.message),
+                    version: try reader.optionalInt(Key.version)))
         case .missed?:
             self = .missed(count: try reader.int(Key.count))
         case nil:
@@ -98,12 +124,13 @@ public enum WatchEvent: ReplyModel {
         }
     }
 
-    /// The event's name: `switched`, `migration`, `changed`, `missed`, or what an unknown one says.
+    /// The event's name: `switched`, `migration`, `changed`, `failed`, `missed`, or what an unknown one says.
     public var name: String {
         switch self {
         case .switched: Kind.switched.rawValue
         case .migration: Kind.migration.rawValue
         case .changed: Kind.changed.rawValue
+        case .failed: Kind.failed.rawValue
         case .missed: Kind.missed.rawValue
         case .other(let parameters): parameters[Key.event.rawValue]?.stringValue ?? ""
         }
@@ -133,6 +160,12 @@ public enum WatchEvent: ReplyModel {
             object.addIfPresent(Key.account, event.account.map { .string($0) })
             object.add(Key.value, event.value)
             object.add(Key.deleted, .bool(event.deleted))
+        case .failed(let event):
+            object.add(Key.event, .string(Kind.failed.rawValue))
+            object.add(Key.account, .string(event.account))
+            object.add(Key.error, .string(event.error))
+            object.add(Key.message, .string(event.message))
+            object.add(Key.version, JSONValue(event.version))
         case .missed(let count):
             object.add(Key.event, .string(Kind.missed.rawValue))
             object.add(Key.count, JSONValue(count))

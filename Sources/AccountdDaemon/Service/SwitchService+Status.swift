@@ -1,0 +1,105 @@
+import AccountdCore
+import AccountdProtocol
+
+/// What `Status` and `List` say, and how a failure of the active account is kept for them.
+extension SwitchService {
+    /// The daemon-wide status. Never waits.
+    ///
+    /// It never claims more than is true: `ready` only for an active account at the bundle's
+    /// version (or newer and readable by it); `failed` or `too_new`, with the error, after an
+    /// attempt to bring it to the bundle failed; `outdated` for an active account below the
+    /// bundle that nothing migrates; `opening` while start-up has not opened the saved account;
+    /// `idle`, with the reason, when it could not.
+    func daemonStatus() -> DaemonStatus {
+        let (active, version, failure, opening) = state.withLock { ($0.active, $0.version, $0.failure, $0.opening) }
+        let target = stores.current.targetVersion
+        let condition: DaemonStatus.State
+        var problem: String?
+        if let active {
+            if board.isMigrating(active) {
+                condition = .migrating
+            } else if let failure, failure.account == active {
+                condition = failure.tooNew ? .tooNew : .failed
+                problem = failure.message
+            } else if let version, version < target {
+                condition = .outdated
+            } else {
+                condition = .ready
+            }
+        } else if let opening {
+            condition = .opening
+            problem = opening.problem ?? "opening the saved active account \(opening.account)"
+        } else {
+            // No active account: with the reason the saved one could not be opened, if so.
+            condition = .idle
+            problem = failure?.message
+        }
+        return DaemonStatus(active: active?.rawValue, state: condition.rawValue, version: version, bundleVersion: target, problem: problem)
+    }
+
+    /// Keeps what a failed open of `account` says for `Status`, when `account` is the active
+    /// one, and tells watchers of a failed migration or of the active account's failure.
+    ///
+    /// A busy account (another operation held it) says nothing about its file and is not kept.
+    /// The version the file stayed at, when the error names it, becomes the active version.
+    func noteFailure(_ account: AccountName, _ error: any Error, migrationRan: Bool) {
+        let failure = error as? AccountdError
+        let message = failure?.message ?? "\(error)"
+        let busy = failure?.kind == .accountBusy && !migrationRan
+        let kept = state.withLock { state -> Bool in
+            guard !busy, state.active == account else { return false }
+            state.failure = Failure(account: account, message: message, tooNew: failure?.kind == .accountTooNew)
+            if let stayed = failure?.fromVersion { state.version = stayed }
+            return true
+        }
+        guard migrationRan || kept else { return }
+        let name = failure?.wireName.rawValue ?? ErrorName.internalError.rawValue
+        hub.publish(.watched(.failed(.init(account: account.rawValue, error: name, message: message, version: failure?.fromVersion))))
+    }
+
+    /// One account's status; never waits for a migration.
+    func accountStatus(_ account: AccountName) async throws -> AccountStatus {
+        let store = stores.current
+        if board.isMigrating(account) {
+            return AccountStatus(
+                account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
+                sizeBytes: store.sizeOnDisk(account))
+        }
+        return try await pool.run { store.status(account) }
+    }
+
+    /// Every account's name, in order.
+    func accountNames() async throws -> [AccountName] {
+        let store = stores.current
+        return try await pool.run { store.root.accountNames() }
+    }
+
+    /// Every account with its size, and with `details` its version and state, as `List`
+    /// replies them: only those fields are kept, so that listing a fleet of 100,000 accounts
+    /// holds a few megabytes for a moment, not a full status of each.
+    func list(details: Bool) async throws -> [ListEntry] {
+        let (store, board) = (stores.current, board)
+        return try await pool.run {
+            store.root.accountNames().map { account in
+                guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
+                // The status has read the size already.
+                var status = store.status(account)
+                if board.isMigrating(account) { status.state = .migrating }
+                return ListEntry(
+                    account: account.rawValue, sizeBytes: status.sizeBytes,
+                    details: ListEntry.Details(version: status.version, state: status.state.rawValue))
+            }
+        }
+    }
+
+    /// The watchdog's store read (``LivenessCheck``): reads `state.json` under the data root
+    /// and the daemon's shared state.
+    ///
+    /// Cheap, and it touches no account file, takes no account lock and needs no pool thread,
+    /// so neither a long migration nor a busy client holds it up; a data root that no longer
+    /// answers, or shared state that stays locked, does.
+    func livenessRead() {
+        _ = try? record.read()
+        _ = daemonStatus()
+    }
+}

@@ -78,13 +78,13 @@ import Testing
         #expect(LitestreamControl.date("2026-11-23T01:27:40Z") != nil)
     }
 
-    @Test func withoutLitestreamEveryAccountIsReportedNotReplicated() throws {
+    @Test func withoutLitestreamEveryAccountIsReportedNotReplicated() async throws {
         let dir = TestDirectory()
         let root = try DataRoot(dir.sub("data"))
         let service = ReplicationService(
             settings: ReplicationSettings(replica: ReplicaURL(base: "file:///nowhere"), configPath: dir.sub("run/litestream.yml")), root: root,
             logger: .init(label: "test"))
-        let report = service.status(accounts: [try AccountName("alice")])
+        let report = await service.status(accounts: [try AccountName("alice")])
         #expect(report.enabled && !report.litestream)
         #expect(report.accounts == [ReplicationAccount(account: "alice", replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)])
         // Removal without Litestream running goes ahead (logged), rather than refusing.

@@ -55,16 +55,18 @@ public struct ReplicaPull: Sendable {
         try FileSystem.removeWithCompanions(temp)
         defer { try? FileSystem.removeWithCompanions(temp) }
         let run = try litestream.run(["restore", "-json", "-o", temp, source])
+        // What leaves this function names the replica without its password.
+        let shown = replica.redact(source)
         guard run.status == 0 else {
-            let said = run.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+            let said = replica.redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines))
             if said.contains("no matching backup") || said.contains("no snapshots available") {
                 throw AccountdError(
-                    .accountNotFound, "the replica \(source) holds nothing for account \(account) (litestream: \(said))",
-                    account: account.rawValue, file: source)
+                    .accountNotFound, "the replica \(shown) holds nothing for account \(account) (litestream: \(said))",
+                    account: account.rawValue, file: shown)
             }
             throw AccountdError(
-                .storage, "litestream restore of account \(account) from \(source) failed (exit status \(run.status)): \(said); nothing was changed here",
-                account: account.rawValue, file: source)
+                .storage, "litestream restore of account \(account) from \(shown) failed (exit status \(run.status)): \(said); nothing was changed here",
+                account: account.rawValue, file: shown)
         }
         let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
         guard chmod(temp, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
@@ -76,7 +78,7 @@ public struct ReplicaPull: Sendable {
         }
         try queue.close()
         guard problems == ["ok"] else {
-            throw AccountdError.corrupt(account, path: source, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+            throw AccountdError.corrupt(account, path: shown, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
         }
         guard mode?.lowercased() == "wal" else {
             throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)

@@ -11,12 +11,16 @@ import Testing
     static let replica = "sftp://backup:\(password)@127.0.0.1:1/accountd"
 
     /// A `litestream` stand-in that fails the way a real one may: it prints its arguments
-    /// (the replica URL among them) and the password on its own, then exits 1.
+    /// and every replica URL of its configuration, and the password on its own, then exits 1.
+    /// Its command line, which any local user could read, goes to `<path>.argv`.
     static func writeFailingLitestream(at path: String) throws {
         try Files.write(
             """
             #!/bin/sh
-            echo "restore failed: $*: ssh: unable to authenticate user backup with password \(password)" >&2
+            echo "$*" >> \(path).argv
+            config=""
+            while [ $# -gt 0 ]; do [ "$1" = "-config" ] && config="$2"; shift; done
+            echo "restore failed: $(grep url: "$config"): ssh: unable to authenticate user backup with password \(password)" >&2
             exit 1
 
             """, to: path)
@@ -60,6 +64,12 @@ import Testing
             Binaries.accountd, ["pull", "--replica", Self.replica, "--data-root", dir.sub("offline"), "--litestream", program, "alice"])
         #expect(offline.status != 0)
         #expect(!(offline.stdout + offline.stderr).contains(Self.password), "\(offline.stderr)")
+        // Litestream was given the replica in a private file, not on its command line, and
+        // the file is gone.
+        let argv = try String(contentsOfFile: program + ".argv", encoding: .utf8)
+        #expect(argv.contains("restore -config") && !argv.contains(Self.password), "\(argv)")
+        #expect(Hostile.listing(daemon.dataRoot + "/tmp").filter { $0.hasPrefix("litestream-restore-") }.isEmpty)
+        #expect(Hostile.listing(dir.sub("offline/tmp")).filter { $0.hasPrefix("litestream-restore-") }.isEmpty)
 
         #expect(E2E.stop(daemon, timeout: 30) == 0)
         #expect(daemon.log.contains("accounts replicate to \(masked)"), "\(daemon.log.suffix(2000))")

@@ -54,7 +54,7 @@ public struct ReplicaPull: Sendable {
         let temp = root.stagingPath(account, .pulling)
         try FileSystem.removeWithCompanions(temp)
         defer { try? FileSystem.removeWithCompanions(temp) }
-        let run = try litestream.run(["restore", "-json", "-o", temp, source])
+        let run = try restore(source, into: temp)
         // What leaves this function names the replica without its password.
         let shown = replica.redact(source)
         guard run.status == 0 else {
@@ -90,5 +90,34 @@ public struct ReplicaPull: Sendable {
                 account: account.rawValue, file: path)
         }
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
+    }
+
+    /// The prefix of the configuration files ``restore(_:into:)`` writes under `tmp/`.
+    static let restoreConfigPrefix = "litestream-restore-"
+
+    /// `litestream restore` of `source` into `temp`, with the replica's URL in a private
+    /// configuration file (0600, in the data root's 0700 `tmp/`) rather than on Litestream's
+    /// command line, which every local user can read (`ps`, `/proc/PID/cmdline`): the URL
+    /// may carry a password. The file goes when the restore ends; one left by a crash is
+    /// removed by a pull an hour later or more.
+    private func restore(_ source: String, into temp: String) throws -> LitestreamProgram.Run {
+        let folder = root.temporaryDirectory
+        try FileSystem.ensureDirectory(folder)
+        let now = Date()
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(Self.restoreConfigPrefix) {
+            let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + file))?[.modificationDate] as? Date
+            if let modified, now.timeIntervalSince(modified) > 3600 { unlink(folder + "/" + file) }
+        }
+        let name = folder + "/" + Self.restoreConfigPrefix + UUID().uuidString
+        // The database named in the configuration only says which replica to restore; the
+        // copy goes to `temp` (-o), and nothing is ever made at this path.
+        var text = "dbs:\n  - path: "
+        JSONValue.writeString(name + ".sqlite", to: &text)
+        text += "\n    replica:\n      url: "
+        JSONValue.writeString(source, to: &text)
+        text += "\n"
+        try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
+        defer { unlink(name + ".yml") }
+        return try litestream.run(["restore", "-config", name + ".yml", "-no-expand-env", "-json", "-o", temp, name + ".sqlite"])
     }
 }

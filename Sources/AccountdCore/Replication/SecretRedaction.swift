@@ -28,6 +28,12 @@ public enum SecretRedaction {
         return out + rest
     }
 
+    /// A setting meant to be a URL, as it may be shown: its password masked, with or without
+    /// a scheme (`backup:S3cret@host/x` shows as `backup:***@host/x`).
+    public static func redactingAddress(_ value: String) -> String {
+        value.contains("://") ? redactingURLPasswords(in: value) : String(redactingURLPasswords(in: "://" + value).dropFirst(3))
+    }
+
     /// `text` with each of `secrets` masked wherever it appears, and every URL's password.
     ///
     /// Secrets shorter than 3 characters are left alone: masking every `a` would ruin a

@@ -118,6 +118,13 @@ import Testing
         #expect(Date().timeIntervalSince(asked) < 2.5, "the Replication callers waited \(Date().timeIntervalSince(asked)) s")
         #expect(hung.pendingConnections() <= 4, "one look-up at a time, shared: Litestream was asked more often than that")
         #expect(daemon.log.contains("did not answer within"), "\(daemon.log.suffix(2000))")
+
+        // Litestream gone, its socket file left behind: not running, so nothing replicates.
+        hung.close()
+        Thread.sleep(forTimeInterval: 1.2)
+        let gone = try Hostile.client(daemon.socket, timeout: 10).callOne("replication")
+        #expect(gone.parameters["litestream"] == false, "\(gone)")
+        #expect(gone.parameters["accounts"]?.arrayValue?.compactMap { $0["status"]?.stringValue } == ["not-replicated", "not-replicated", "not-replicated"], "\(gone)")
         #expect(E2E.stop(daemon, timeout: 30) == 0)
     }
 }
@@ -126,6 +133,7 @@ import Testing
 /// never reads or answers: a hung Litestream control socket.
 final class HungSocket {
     let fd: Int32
+    private var closed = false
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -151,5 +159,10 @@ final class HungSocket {
         }
     }
 
-    func close() { Glibc.close(fd) }
+    /// Closes the socket (once): nothing listens on the path any more.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
 }

@@ -31,6 +31,9 @@ struct LitestreamControl: Sendable {
     /// Why Litestream could not be asked.
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// True when nothing listens on the socket (a file left by a Litestream that is gone):
+        /// Litestream is not running, rather than not answering.
+        var notRunning = false
     }
 
     /// Whether Litestream's socket is there at all.

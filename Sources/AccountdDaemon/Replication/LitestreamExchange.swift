@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 
@@ -44,9 +45,11 @@ struct LitestreamExchange: Sendable {
                     promise.fail(LitestreamControl.Failure(description: "writing to Litestream's control socket \(socketPath) failed: \(error)"))
                 }
             case .failure(let error):
+                let errno = (error as? IOError)?.errnoCode
                 promise.fail(
                     LitestreamControl.Failure(
-                        description: "Litestream's control socket \(socketPath) does not answer: \(error); is accountd-litestream running?"))
+                        description: "Litestream's control socket \(socketPath) does not answer: \(error); is accountd-litestream running?",
+                        notRunning: errno == ECONNREFUSED || errno == ENOENT))
             }
         }
         promise.futureResult.whenComplete { _ in deadline.cancel() }

@@ -78,9 +78,9 @@ struct ReplicationService: Sendable {
     /// look-up (``LitestreamStatusCache``): never more than one exchange with Litestream at a
     /// time, none on a pool thread, and an answer within its timeout whatever Litestream does.
     ///
-    /// When Litestream is not running, every account is `not-replicated`; when it runs but
-    /// does not answer in time (or fails), `litestream` is false and every account's status
-    /// is `unknown`.
+    /// When Litestream is not running (no socket, or nothing listening on it), every account
+    /// is `not-replicated`; when it runs but does not answer in time (or fails), `litestream`
+    /// is false and every account's status is `unknown`.
     func status(accounts: [AccountName], now: Date = Date()) async -> ReplicationReply {
         guard let current = settings.current else {
             return ReplicationReply(enabled: false, replica: nil, litestream: false, accounts: accounts.map {
@@ -95,15 +95,18 @@ struct ReplicationService: Sendable {
         }
         let logger = logger
         let lookup = await statusCache.lookup(socketPath: current.controlSocketPath) { failure in
-            logger.warning("replication: \(failure); Replication reports every account's status as unknown meanwhile")
+            logger.warning(
+                "replication: \(failure)\(failure.notRunning ? "" : "; Replication reports every account's status as unknown meanwhile")")
         }
         let databases: [LitestreamControl.Database]
         switch lookup.result {
         case .success(let listed):
             databases = listed
-        case .failure:
+        case .failure(let failure):
+            // Not running: nothing replicates. Running but not answering: nobody knows.
+            let status = failure.notRunning ? "not-replicated" : "unknown"
             return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
-                ReplicationAccount(account: $0.rawValue, replicated: false, status: "unknown", lastSyncAt: nil, secondsBehind: nil)
+                ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
             })
         }
         // Litestream names each database by its cleaned absolute path.

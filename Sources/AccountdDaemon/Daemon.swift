@@ -62,20 +62,19 @@ public enum Daemon {
 
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
         let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
-        let passed = SocketActivation.passedSockets()
-        func listener(_ framing: Framing, path: String) -> SocketServer.Listener {
-            guard let socket = passed[framing] else { return .bind(path: path, mode: settings.socketMode) }
-            let path = SocketActivation.path(of: socket.fd)
-            return .adopt(fd: socket.fd, description: "fd \(socket.fd) '\(socket.name)'\(path.map { " at \($0)" } ?? "")")
-        }
-        // Ready once both sockets accept connections; stopping once the first stops taking them.
-        let listening = Countdown(2)
+        // Handed sockets, systemd's are served and no other; else both are bound.
+        let plan = SocketActivation.plan(
+            passed: SocketActivation.passedSockets(), linePath: settings.socketPath, varlinkPath: settings.varlinkSocketPath,
+            mode: settings.socketMode)
+        if let activation = plan.activation { logger.notice("\(activation)") }
+        // Ready once every socket accepts connections; stopping once the first stops taking them.
+        let listening = Countdown(plan.listeners.count)
         let stopping = Countdown(1)
         let counter = ConnectionCounter(limit: settings.maximumConnections, metrics: metrics)
         let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
-        let servers = [(Framing.line, settings.socketPath), (.varlink, settings.varlinkSocketPath)].map { framing, path in
+        let servers = plan.listeners.map { framing, listener in
             SocketServer(
-                listener: listener(framing, path: path), framing: framing, dispatcher: dispatcher, hub: hub,
+                listener: listener, framing: framing, dispatcher: dispatcher, hub: hub,
                 maximumRequestBytes: settings.maximumRequestBytes, counter: counter, idleTimeout: idleTimeout, logger: logger,
                 onReady: {
                     guard listening.tick() else { return }

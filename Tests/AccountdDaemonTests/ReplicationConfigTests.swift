@@ -72,19 +72,42 @@ import Testing
         #expect(ReplicaURL(base: "s3://b").device == "s3://b/.device.sqlite")
     }
 
+    /// A replica's password is masked wherever the URL is shown, and in any text that
+    /// carries it, as written or percent-decoded.
+    @Test(arguments: [
+        ("sftp://backup:S3cret@host/accountd", "sftp://backup:***@host/accountd"),
+        ("s3://KEY:SECRET@bucket/p?endpoint=x", "s3://KEY:***@bucket/p?endpoint=x"),
+        ("file:///srv/replica", "file:///srv/replica"),
+        ("sftp://backup@host/accountd", "sftp://backup@host/accountd"),
+        ("sftp://u:p%40ss@host/x", "sftp://u:***@host/x"),
+    ])
+    func aReplicasPasswordIsMasked(url: String, shown: String) {
+        let replica = ReplicaURL(base: url)
+        #expect(replica.redacted == shown)
+        #expect("\(replica)" == shown)
+        #expect(replica.redact("from \(url)/alice.sqlite: failed") == "from \(shown)/alice.sqlite: failed")
+    }
+
+    @Test func aReplicasPasswordIsMaskedInAnyText() {
+        let replica = ReplicaURL(base: "sftp://u:p%40ss@host/x")
+        #expect(replica.redact("auth failed for u with p@ss and p%40ss") == "auth failed for u with *** and ***")
+        #expect(SecretRedaction.redactingAddress("backup:S3cret@host/x") == "backup:***@host/x")
+        #expect(SecretRedaction.redactingURLPasswords(in: "a s3://k:s@b/x and sftp://u:v@h/y.") == "a s3://k:***@b/x and sftp://u:***@h/y.")
+    }
+
     @Test func litestreamsTimestampsAreRead() throws {
         let date = try #require(LitestreamControl.date("2026-11-23T01:27:40.860405066Z"))
         #expect(abs(date.timeIntervalSince1970 - 1_795_397_260.860) < 0.001)
         #expect(LitestreamControl.date("2026-11-23T01:27:40Z") != nil)
     }
 
-    @Test func withoutLitestreamEveryAccountIsReportedNotReplicated() throws {
+    @Test func withoutLitestreamEveryAccountIsReportedNotReplicated() async throws {
         let dir = TestDirectory()
         let root = try DataRoot(dir.sub("data"))
         let service = ReplicationService(
             settings: ReplicationSettings(replica: ReplicaURL(base: "file:///nowhere"), configPath: dir.sub("run/litestream.yml")), root: root,
             logger: .init(label: "test"))
-        let report = service.status(accounts: [try AccountName("alice")])
+        let report = await service.status(accounts: [try AccountName("alice")])
         #expect(report.enabled && !report.litestream)
         #expect(report.accounts == [ReplicationAccount(account: "alice", replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)])
         // Removal without Litestream running goes ahead (logged), rather than refusing.

@@ -24,6 +24,14 @@ public final class RawClient {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// Takes over `fd`, a socket already connected to the daemon (by another process, say);
+    /// the client closes it.
+    public init(adopting fd: Int32) {
+        self.fd = fd
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     deinit { Glibc.close(fd) }
 
     /// Sends raw bytes.

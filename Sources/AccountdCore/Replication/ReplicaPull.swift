@@ -56,17 +56,19 @@ public struct ReplicaPull: Sendable {
         // this one leaves goes after it, without following a link.
         try root.clearStaging(account, .pulling)
         defer { try? root.clearStaging(account, .pulling) }
-        let run = try litestream.run(["restore", "-json", "-o", temp, source])
+        let run = try restore(source, into: temp)
+        // What leaves this function names the replica without its password.
+        let shown = replica.redact(source)
         guard run.status == 0 else {
-            let said = run.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+            let said = replica.redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines))
             if said.contains("no matching backup") || said.contains("no snapshots available") {
                 throw AccountdError(
-                    .accountNotFound, "the replica \(source) holds nothing for account \(account) (litestream: \(said))",
-                    account: account.rawValue, file: source)
+                    .accountNotFound, "the replica \(shown) holds nothing for account \(account) (litestream: \(said))",
+                    account: account.rawValue, file: shown)
             }
             throw AccountdError(
-                .storage, "litestream restore of account \(account) from \(source) failed (exit status \(run.status)): \(said); nothing was changed here",
-                account: account.rawValue, file: source)
+                .storage, "litestream restore of account \(account) from \(shown) failed (exit status \(run.status)): \(said); nothing was changed here",
+                account: account.rawValue, file: shown)
         }
         let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
         try makePrivate(account, staged: temp)
@@ -78,7 +80,7 @@ public struct ReplicaPull: Sendable {
         }
         try queue.close()
         guard problems == ["ok"] else {
-            throw AccountdError.corrupt(account, path: source, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+            throw AccountdError.corrupt(account, path: shown, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
         }
         guard mode?.lowercased() == "wal" else {
             throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)
@@ -117,5 +119,34 @@ public struct ReplicaPull: Sendable {
             throw AccountdError.corrupt(account, path: temp, "is not a regular file where Litestream's copy should be")
         }
         guard fchmod(fd, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
+    }
+
+    /// The prefix of the configuration files ``restore(_:into:)`` writes under `tmp/`.
+    static let restoreConfigPrefix = "litestream-restore-"
+
+    /// `litestream restore` of `source` into `temp`, with the replica's URL in a private
+    /// configuration file (0600, in the data root's 0700 `tmp/`) rather than on Litestream's
+    /// command line, which every local user can read (`ps`, `/proc/PID/cmdline`): the URL
+    /// may carry a password. The file goes when the restore ends; one left by a crash is
+    /// removed by a pull an hour later or more.
+    private func restore(_ source: String, into temp: String) throws -> LitestreamProgram.Run {
+        let folder = root.temporaryDirectory
+        try FileSystem.ensureDirectory(folder)
+        let now = Date()
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(Self.restoreConfigPrefix) {
+            let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + file))?[.modificationDate] as? Date
+            if let modified, now.timeIntervalSince(modified) > 3600 { unlink(folder + "/" + file) }
+        }
+        let name = folder + "/" + Self.restoreConfigPrefix + UUID().uuidString
+        // The database named in the configuration only says which replica to restore; the
+        // copy goes to `temp` (-o), and nothing is ever made at this path.
+        var text = "dbs:\n  - path: "
+        JSONValue.writeString(name + ".sqlite", to: &text)
+        text += "\n    replica:\n      url: "
+        JSONValue.writeString(source, to: &text)
+        text += "\n"
+        try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
+        defer { unlink(name + ".yml") }
+        return try litestream.run(["restore", "-config", name + ".yml", "-no-expand-env", "-json", "-o", temp, name + ".sqlite"])
     }
 }

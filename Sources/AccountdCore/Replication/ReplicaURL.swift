@@ -29,5 +29,6 @@ public struct ReplicaURL: Sendable, Hashable, CustomStringConvertible {
     /// The replica of `device.sqlite`: `<base>/.device.sqlite`.
     public var device: String { child(".device.sqlite") }
 
-    public var description: String { base }
+    /// The base with any password masked: what logs and messages show (``redacted``).
+    public var description: String { redacted }
 }

@@ -21,7 +21,7 @@ public struct AccessPolicy: Sendable {
         if peer.uid == 0 || peer.uid == ownUID || adminUsers.contains(peer.uid) { return true }
         if adminGroups.isEmpty { return false }
         if adminGroups.contains(peer.gid) { return true }
-        return !adminGroups.isDisjoint(with: peer.supplementaryGroups)
+        return !adminGroups.isDisjoint(with: peer.groups)
     }
 
     /// Throws `PermissionDenied` when `peer` may not call `method`.

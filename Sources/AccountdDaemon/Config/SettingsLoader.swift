@@ -191,7 +191,7 @@ public struct SettingsLoader: Sendable {
         if let replica = reader.string(forKey: "replication.litestream.replica"), !replica.isEmpty {
             guard replica.contains("://") else {
                 throw Failure(
-                    description: "setting replication.litestream.replica is '\(replica)'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
+                    description: "setting replication.litestream.replica is '\(SecretRedaction.redactingAddress(replica))'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
             }
             let interval = try seconds("replication.litestream.syncIntervalSeconds", 0...3600, above: true)
             let configDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"

@@ -1,15 +1,17 @@
 import AccountdCore
 import AccountdProtocol
 import Foundation
+import NIOCore
 
 /// A client of Litestream's control socket (HTTP over a Unix socket, turned on by the
 /// configuration accountd writes): the replication status of each database, and the
 /// final sync before accountd removes a file.
 ///
-/// Blocking, with a deadline on every read and write: call it on a pool thread. One
-/// HTTP/1.0 exchange per call, written out by hand: the daemon has no HTTP client among its
-/// dependencies, and a NIO channel with NIOHTTP1's codec for one blocking request on a pool
-/// thread would be more machinery than the exchange itself.
+/// One HTTP/1.0 exchange per call, written out by hand: the daemon has no HTTP client among
+/// its dependencies. The status (``databases(within:)``) is asked without blocking, on an
+/// event loop with a hard deadline, as anyone may ask for it; the final sync before a
+/// removal (admin only, and it may rightly take long) blocks a pool thread, with a deadline
+/// on every read and write.
 struct LitestreamControl: Sendable {
     /// The socket (``ReplicationSettings/controlSocketPath``).
     var socketPath: String
@@ -29,14 +31,26 @@ struct LitestreamControl: Sendable {
     /// Why Litestream could not be asked.
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// True when nothing listens on the socket (a file left by a Litestream that is gone):
+        /// Litestream is not running, rather than not answering.
+        var notRunning = false
     }
 
     /// Whether Litestream's socket is there at all.
     var isPresent: Bool { FileManager.default.fileExists(atPath: socketPath) }
 
-    /// Every database Litestream replicates.
-    func databases() throws -> [Database] {
-        let (status, body) = try exchange("GET", "/list", body: nil)
+    /// Every database Litestream replicates, asked on an event loop: the answer, or a
+    /// ``Failure`` once `timeout` has passed (or Litestream failed), whatever Litestream does.
+    /// No thread waits meanwhile.
+    func databases(within timeout: TimeAmount) async throws -> [Database] {
+        let request = Array("GET /list HTTP/1.0\r\nHost: litestream\r\nConnection: close\r\n\r\n".utf8)
+        let answer = try await LitestreamExchange(socketPath: socketPath, timeout: timeout).send(request)
+        let (status, body) = try Self.parse(answer)
+        return try Self.databases(status: status, body: body, socketPath: socketPath)
+    }
+
+    /// The databases in an answer to `GET /list`.
+    static func databases(status: Int, body: String, socketPath: String) throws -> [Database] {
         guard status == 200, let list = (try? JSONParser.parse(body))?["databases"]?.arrayValue else {
             throw Failure(description: "Litestream's control socket \(socketPath) answered GET /list with status \(status): \(body.prefix(300))")
         }
@@ -132,6 +146,11 @@ struct LitestreamControl: Sendable {
             guard n > 0 else { throw Failure(description: "reading Litestream's answer failed: \(String(cString: strerror(errno)))") }
             answer += buffer[..<n]
         }
+        return try Self.parse(answer)
+    }
+
+    /// The status code and body of a whole HTTP answer.
+    static func parse(_ answer: [UInt8]) throws -> (Int, String) {
         let text = String(decoding: answer, as: UTF8.self)
         guard let headerEnd = text.range(of: "\r\n\r\n"), let statusText = text.split(separator: " ", maxSplits: 2).dropFirst().first,
             let status = Int(statusText)

@@ -48,9 +48,9 @@ struct SocketServer: Service {
             guard let provider = channel as? SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
             }
-            return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
-                .flatMapThrowing { (credentials: UCred) in
-                    let peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+            // Who the peer is, read from the kernel once, here; never looked up again.
+            return PeerCredentialsReader.read(from: provider)
+                .flatMapThrowing { peer in
                     // A connection over the limit gets no handler: it is answered with an error and closed.
                     guard counter.enter() else { return Accepted(channel: channel, peer: peer, admitted: false) }
                     channel.closeFuture.whenComplete { _ in counter.leave() }

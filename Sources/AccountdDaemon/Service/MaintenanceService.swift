@@ -142,10 +142,13 @@ struct MaintenanceService: Sendable {
         return outcome
     }
 
-    /// Each account's replication as Litestream reports it (`Replication`).
+    /// Each account's replication as Litestream reports it (`Replication`). Only the listing
+    /// of `accounts/` takes a pool thread, briefly; Litestream is asked without one
+    /// (``ReplicationService/status(accounts:now:)``).
     func replication() async throws -> ReplicationReply {
-        let (store, replication) = (stores.current, replication)
-        return try await pool.run { replication.status(accounts: store.root.accountNames()) }
+        let store = stores.current
+        let accounts = try await pool.run { store.root.accountNames() }
+        return await replication.status(accounts: accounts)
     }
 
     /// Brings `account` from the Litestream replica (`Pull`), under its lock; the next switch
@@ -157,7 +160,7 @@ struct MaintenanceService: Sendable {
         let (store, puller) = (stores.current, try replication.puller())
         let outcome = try await store.withHold(account) { hold in try await pool.run { try store.pull(account, with: puller, holding: hold) } }
         logger.notice(
-            "account \(account) pulled from \(puller.replica.account(account)) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
+            "account \(account) pulled from \(puller.replica.redact(puller.replica.account(account))) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
             metadata: ["account": "\(account)"])
         return PullReply(account: account.rawValue, version: outcome.version, sizeBytes: outcome.sizeBytes, txid: outcome.txid)
     }

@@ -14,11 +14,14 @@ struct ReplicationService: Sendable {
     let settings: Reloadable<ReplicationSettings?>
     let root: DataRoot
     let logger: Logger
+    /// Litestream's status, shared by every `Replication` caller.
+    let statusCache: LitestreamStatusCache
 
-    init(settings: ReplicationSettings?, root: DataRoot, logger: Logger) {
+    init(settings: ReplicationSettings?, root: DataRoot, logger: Logger, statusCache: LitestreamStatusCache = LitestreamStatusCache()) {
         self.settings = Reloadable(settings)
         self.root = root
         self.logger = logger
+        self.statusCache = statusCache
     }
 
     /// Replication off, for tests and tools that build the daemon's parts by hand.
@@ -33,7 +36,7 @@ struct ReplicationService: Sendable {
         if let new {
             try LitestreamConfig(settings: new, root: root).write()
             logger.notice(
-                "replication: Litestream configuration written to \(new.configPath); accounts replicate to \(new.replica) every \(LitestreamConfig.duration(new.syncIntervalSeconds))")
+                "replication: Litestream configuration written to \(new.configPath); accounts replicate to \(new.replica.redacted) every \(LitestreamConfig.duration(new.syncIntervalSeconds))")
         }
         settings.replace(new)
     }
@@ -71,25 +74,44 @@ struct ReplicationService: Sendable {
         }
     }
 
-    /// Each account's replication, from Litestream's control socket. Blocking.
-    func status(accounts: [AccountName], now: Date = Date()) -> ReplicationReply {
+    /// Each account's replication, from Litestream's control socket, through the shared
+    /// look-up (``LitestreamStatusCache``): never more than one exchange with Litestream at a
+    /// time, none on a pool thread, and an answer within its timeout whatever Litestream does.
+    ///
+    /// When Litestream is not running (no socket, or nothing listening on it), every account
+    /// is `not-replicated`; when it runs but does not answer in time (or fails), `litestream`
+    /// is false and every account's status is `unknown`.
+    func status(accounts: [AccountName], now: Date = Date()) async -> ReplicationReply {
         guard let current = settings.current else {
             return ReplicationReply(enabled: false, replica: nil, litestream: false, accounts: accounts.map {
                 ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
             })
         }
-        let control = LitestreamControl(socketPath: current.controlSocketPath)
-        var known: [String: LitestreamControl.Database] = [:]
-        var answered = false
-        if control.isPresent {
-            do {
-                // Litestream names each database by its cleaned absolute path.
-                for database in try control.databases() { known[(database.path as NSString).standardizingPath] = database }
-                answered = true
-            } catch {
-                logger.warning("replication: \(error)")
-            }
+        let replica = current.replica.redacted
+        guard LitestreamControl(socketPath: current.controlSocketPath).isPresent else {
+            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
+                ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+            })
         }
+        let logger = logger
+        let lookup = await statusCache.lookup(socketPath: current.controlSocketPath) { failure in
+            logger.warning(
+                "replication: \(failure)\(failure.notRunning ? "" : "; Replication reports every account's status as unknown meanwhile")")
+        }
+        let databases: [LitestreamControl.Database]
+        switch lookup.result {
+        case .success(let listed):
+            databases = listed
+        case .failure(let failure):
+            // Not running: nothing replicates. Running but not answering: nobody knows.
+            let status = failure.notRunning ? "not-replicated" : "unknown"
+            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
+                ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
+            })
+        }
+        // Litestream names each database by its cleaned absolute path.
+        var known: [String: LitestreamControl.Database] = [:]
+        for database in databases { known[(database.path as NSString).standardizingPath] = database }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let entries = accounts.map { account -> ReplicationAccount in
@@ -100,7 +122,7 @@ struct ReplicationService: Sendable {
                 account: account.rawValue, replicated: database.status == "replicating", status: database.status,
                 lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) })
         }
-        return ReplicationReply(enabled: true, replica: current.replica.base, litestream: answered, accounts: entries)
+        return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries)
     }
 
     /// The puller for `Pull`, with the settings in force.

@@ -1,0 +1,68 @@
+import Foundation
+
+/// Takes secrets out of text before it leaves the process: replies, log lines, error
+/// messages. The one place that decides what a secret looks like.
+///
+/// A URL's password (`sftp://backup:S3cret@host/accountd`) becomes `***`
+/// (`sftp://backup:***@host/accountd`); the user name, host and path stay, so the text still
+/// says where. Settings that are secrets as a whole are never printed at all.
+public enum SecretRedaction {
+    /// What a secret is replaced with.
+    public static let mask = "***"
+
+    /// `text` with the password of every URL in it (`scheme://user:password@host`) masked.
+    public static func redactingURLPasswords(in text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let scheme = rest.range(of: "://") {
+            out += rest[..<scheme.upperBound]
+            rest = rest[scheme.upperBound...]
+            // The authority ends at the path, the query or the fragment (or whitespace, in prose).
+            let end = rest.firstIndex { "/?#".contains($0) || $0.isWhitespace || $0 == "\"" || $0 == "'" } ?? rest.endIndex
+            let authority = rest[..<end]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                out += authority[...colon] + mask
+                rest = rest[at...]
+            }
+        }
+        return out + rest
+    }
+
+    /// A setting meant to be a URL, as it may be shown: its password masked, with or without
+    /// a scheme (`backup:S3cret@host/x` shows as `backup:***@host/x`).
+    public static func redactingAddress(_ value: String) -> String {
+        value.contains("://") ? redactingURLPasswords(in: value) : String(redactingURLPasswords(in: "://" + value).dropFirst(3))
+    }
+
+    /// `text` with each of `secrets` masked wherever it appears, and every URL's password.
+    ///
+    /// Secrets shorter than 3 characters are left alone: masking every `a` would ruin a
+    /// message without protecting anything.
+    public static func redacting(_ text: String, secrets: [String]) -> String {
+        var out = redactingURLPasswords(in: text)
+        for secret in secrets where secret.count >= 3 {
+            out = out.replacingOccurrences(of: secret, with: mask)
+        }
+        return out
+    }
+}
+
+extension ReplicaURL {
+    /// The password in the base URL's userinfo, as written and percent-decoded; empty without one.
+    public var secrets: [String] {
+        guard let scheme = base.range(of: "://") else { return [] }
+        let rest = base[scheme.upperBound...]
+        let authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return [] }
+        let password = String(authority[authority.index(after: colon)..<at])
+        guard !password.isEmpty else { return [] }
+        return [password, password.removingPercentEncoding].compactMap { $0 }
+    }
+
+    /// The base as it may be shown: any password masked (`sftp://backup:***@host/accountd`).
+    public var redacted: String { SecretRedaction.redactingURLPasswords(in: base) }
+
+    /// `text` (a message, a program's output) with this replica's password masked wherever
+    /// it appears, as written or decoded, and the password of any URL in it.
+    public func redact(_ text: String) -> String { SecretRedaction.redacting(text, secrets: secrets) }
+}

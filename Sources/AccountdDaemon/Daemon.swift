@@ -12,8 +12,9 @@ import Synchronization
 public enum Daemon {
     /// Runs the daemon with resolved settings.
     ///
-    /// Ready (and `READY=1` to systemd) means the socket accepts connections and the saved
-    /// active account is open.
+    /// Ready (and `READY=1` to systemd) means every socket accepts connections and the first
+    /// attempt to open the saved active account has ended; an account another process holds
+    /// is opened in the background after that (`Status` says `opening`).
     ///
     /// - Throws: when the data root, the bundle or the socket cannot be used; the error says which.
     public static func run(settings: DaemonSettings, loader: SettingsLoader, logger: Logger) async throws {
@@ -36,6 +37,13 @@ public enum Daemon {
         defer { _ = lock }
         // Leftovers of exports that were interrupted by a crash (never through a link).
         do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        // What a purge that failed while deleting moved aside is erased now.
+        do {
+            let erased = try root.finishInterruptedPurges()
+            if erased > 0 { logger.notice("finished erasing \(erased) account folder(s) a purge had moved aside") }
+        } catch {
+            logger.error("erasing what an interrupted purge moved aside failed: \(error); purge the account again")
+        }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")

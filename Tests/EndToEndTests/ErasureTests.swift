@@ -47,6 +47,25 @@ import Testing
         #expect(try daemon.client().callOne("get user theme").parameters["value"] == "dark")
     }
 
+    /// A purge that failed while deleting leaves what it moved aside under
+    /// `.<account>.purging`; the next start of the daemon erases it, so no byte of the
+    /// account outlives a restart.
+    @Test func whatAnInterruptedPurgeMovedAsideIsErasedAtTheNextStart() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let name = "erin.secret@example.com"
+        for folder in ["accounts", "snapshots"] {
+            let aside = daemon.dataRoot + "/\(folder)/.\(name).purging"
+            try FileManager.default.createDirectory(atPath: aside + "/inner", withIntermediateDirectories: true)
+            try Files.write("rows of \(name)", to: aside + "/inner/\(name).sqlite")
+        }
+        #expect(try Self.filesContaining(name, under: daemon.dataRoot).count == 2)
+        try daemon.restart()
+        #expect(try Self.filesContaining(name, under: daemon.dataRoot) == [])
+        let names = try FileManager.default.subpathsOfDirectory(atPath: daemon.dataRoot).filter { $0.contains("erin") }
+        #expect(names == [], "\(names)")
+    }
+
     /// A purge is all or nothing: when something of the account cannot be moved aside (here
     /// its snapshot folder is a mount point, which `rename` refuses with EBUSY), what was
     /// moved is put back and the account is as it was, file, rows and snapshots.

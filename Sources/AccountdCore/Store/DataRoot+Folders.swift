@@ -61,4 +61,23 @@ extension DataRoot {
         for name in staged { try temporary.remove(name) }
         return staged.count
     }
+
+    /// Finishes purges that failed while deleting: erases every `.<account>.purging` left in
+    /// `accounts/` and `snapshots/` (``AccountPurge``), so that no byte of a purged account
+    /// outlives a restart of the daemon. Nothing is followed through a link.
+    ///
+    /// - Returns: how many were erased.
+    @discardableResult
+    public func finishInterruptedPurges() throws -> Int {
+        var erased = 0
+        for name in ["accounts", "snapshots"] {
+            guard let parent = try folder.subfolder(name) else { continue }
+            for entry in parent.names() where entry.hasPrefix(".") && entry.hasSuffix(".purging") {
+                try parent.remove(entry)
+                erased += 1
+            }
+            if erased > 0 { try parent.sync() }
+        }
+        return erased
+    }
 }

@@ -14,6 +14,8 @@ import Testing
         CREATE TABLE "we""ird table" ("co""l" REAL, "ü x" TEXT, [br]acket INTEGER);
         CREATE INDEX "we""ird index" ON "we""ird table"("co""l");
         CREATE TABLE _litestream_notes (id INTEGER PRIMARY KEY, body TEXT);
+        CREATE TABLE counted (id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER CHECK (n < 10));
+        CREATE INDEX counted_n ON counted(n);
         """
     ]
 
@@ -123,5 +125,44 @@ import Testing
         try E2E.sqlite3(rebuilt, try String(contentsOfFile: dump, encoding: .utf8))
         let check = "SELECT length(w), hex(substr(w, 1000000, 16)) FROM reals WHERE id = -1;"
         #expect(try E2E.sql(rebuilt, check) == E2E.sql(daemon.accountPath("alice"), check))
+    }
+
+    /// What jsonl and sql once lost: infinities and text that is not UTF-8 (jsonl), a row an
+    /// existing CHECK refuses (sql), and SQLite's counters and statistics (both).
+    @Test func everyExportKeepsInfinitiesBadTextCheckFailuresCountersAndStatistics() throws {
+        let dir = TestDirectory()
+        let daemon = try Self.prepare(dir, seed: 6, count: 0)
+        let account = daemon.accountPath("alice")
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
+        let queue = try DatabaseQueue(path: account, configuration: configuration)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO reals (id, v, w) VALUES (1, 9e999, -9e999), (2, 1.5, CAST(X'61FF62' AS TEXT))")
+            try db.execute(sql: "INSERT INTO counted (n) VALUES (1), (2), (50); DELETE FROM counted WHERE n = 2; ANALYZE;")
+        }
+        try queue.close()
+
+        let jsonl = try E2E.accountctl(["export", "alice", "--format", "jsonl"], socket: daemon.socket)
+        try #require(jsonl.status == 0, "\(jsonl.stderr)")
+        let lines = try E2E.jsonLines(jsonl.stdout)
+        let reals = lines.filter { $0["table"] == "reals" }
+        #expect(reals.first { $0["row"]?["id"] == 1 }?["row"]?["v"]?["$real"] == "Infinity", "\(reals)")
+        #expect(reals.first { $0["row"]?["id"] == 1 }?["row"]?["w"]?["$real"] == "-Infinity")
+        #expect(reals.first { $0["row"]?["id"] == 2 }?["row"]?["w"]?["$textBase64"] == "Yf9i")
+        #expect(lines.contains { $0["table"] == "sqlite_sequence" && $0["row"]?["seq"] == 3 })
+        #expect(lines.contains { $0["table"] == "sqlite_stat1" })
+
+        let dump = dir.sub("dump.sql")
+        let sql = try E2E.accountctl(["export", "alice", "--format", "sql", "-o", dump], socket: daemon.socket)
+        try #require(sql.status == 0, "\(sql.stderr)")
+        let rebuilt = dir.sub("new.db")
+        try E2E.sqlite3(rebuilt, try String(contentsOfFile: dump, encoding: .utf8))
+        for check in [
+            "SELECT id, n FROM counted ORDER BY id;", "SELECT name, seq FROM sqlite_sequence ORDER BY name;",
+            "SELECT tbl, idx, stat FROM sqlite_stat1 ORDER BY tbl, idx;", "SELECT id, quote(v), quote(w), typeof(w) FROM reals ORDER BY id;",
+        ] {
+            #expect(try E2E.sql(rebuilt, check) == E2E.sql(account, check), "\(check)")
+        }
+        #expect(try E2E.sql(rebuilt, "SELECT count(*) FROM counted WHERE n = 50;") == "1")
     }
 }

@@ -18,6 +18,17 @@ struct ExportTable {
     /// The tables of the main schema in schema order, leaving out SQLite's own
     /// `sqlite_%` tables (the `sql` export writes `sqlite_sequence` by itself) and
     /// Litestream's `_litestream_%` tables (``LitestreamTables``).
+    /// SQLite's own tables that hold what the account's data needs besides its rows: the
+    /// AUTOINCREMENT counters and the statistics `ANALYZE` gathered, in `db` as it is.
+    static func sqliteKept(_ db: Database) throws -> [String] {
+        try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM sqlite_schema
+                WHERE type = 'table' AND name IN ('sqlite_sequence', 'sqlite_stat1', 'sqlite_stat4') ORDER BY rowid
+                """)
+    }
+
     static func all(_ db: Database) throws -> [ExportTable] {
         try Row.fetchAll(
             db,

@@ -59,9 +59,11 @@ public struct Exporter: Sendable {
             // Virtual tables are skipped and their shadow tables exported like any other:
             // the shadow tables hold what the virtual table shows, so every stored row
             // comes out exactly once (docs/PROTOCOL.md, "Export").
-            for table in try ExportTable.all(db) where !table.isVirtual {
-                let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name.quotedIdentifier)")
-                let writer = JSONRowWriter(table: table.name, columns: statement.columnNames)
+            // SQLite's counters and statistics come last, as tables of their own name.
+            let names = try ExportTable.all(db).filter { !$0.isVirtual }.map(\.name) + ExportTable.sqliteKept(db)
+            for name in names {
+                let statement = try db.makeStatement(sql: "SELECT * FROM \(name.quotedIdentifier)")
+                let writer = JSONRowWriter(table: name, columns: statement.columnNames)
                 let handle = statement.sqliteStatement
                 var count = 0
                 while true {
@@ -74,7 +76,7 @@ public struct Exporter: Sendable {
                     count += 1
                 }
                 sqlite3_reset(handle)
-                summary.tables[table.name] = count
+                summary.tables[name] = count
                 summary.rows += count
             }
         }

@@ -2,8 +2,9 @@ import AccountdProtocol
 import GRDBSQLite
 
 /// Writes the current row of a SQLite statement as JSON, straight from SQLite's
-/// column accessors into a byte buffer: integers and reals as JSON numbers, text as
-/// a string, NULL as null, and a blob as `{"$base64":"..."}`.
+/// column accessors into a byte buffer: integers and reals as JSON numbers (an infinity
+/// as `{"$real":"Infinity"}` or `"-Infinity"`), text as a string (text that is not valid UTF-8 as
+/// `{"$textBase64":"..."}`, its bytes), NULL as null, and a blob as `{"$base64":"..."}`.
 struct JSONRowWriter {
     /// `{"table":"<name>","row":{` for one table.
     private let prefix: [UInt8]
@@ -32,12 +33,21 @@ struct JSONRowWriter {
             case SQLITE_INTEGER:
                 JSONText.appendInteger(sqlite3_column_int64(statement, column), to: &out)
             case SQLITE_FLOAT:
+                // JSON has no infinity: one goes out as {"$real":"Infinity"} or "-Infinity".
                 let value = sqlite3_column_double(statement, column)
-                out.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+                out.append(contentsOf: (value.isFinite ? String(value) : value > 0 ? #"{"$real":"Infinity"}"# : #"{"$real":"-Infinity"}"#).utf8)
             case SQLITE_TEXT:
                 let count = Int(sqlite3_column_bytes(statement, column))
                 if let text = sqlite3_column_text(statement, column) {
-                    JSONText.appendString(UnsafeBufferPointer(start: text, count: count), to: &out)
+                    let bytes = UnsafeBufferPointer(start: text, count: count)
+                    if JSONText.isValidUTF8(bytes) {
+                        JSONText.appendString(bytes, to: &out)
+                    } else {
+                        // A JSON string holds only Unicode: text that is not valid UTF-8 goes out as its bytes.
+                        out.append(contentsOf: "{\"$textBase64\":\"".utf8)
+                        Base64.append(UnsafeRawBufferPointer(bytes), to: &out)
+                        out.append(contentsOf: "\"}".utf8)
+                    }
                 } else {
                     out.append(contentsOf: "\"\"".utf8)
                 }
@@ -65,6 +75,12 @@ enum JSONText {
     }
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Whether `text` is valid UTF-8 (ASCII is, at once).
+    static func isValidUTF8(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard text.contains(where: { $0 >= 0x80 }) else { return true }
+        return String(validating: text, as: UTF8.self) != nil
+    }
 
     /// Appends a JSON string for UTF-8 `text`. Invalid UTF-8 becomes U+FFFD, so the output is always valid JSON.
     static func appendString(_ text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {

@@ -21,7 +21,9 @@ enum SQLDump {
     /// - Returns: the number of statements written.
     /// - Throws: a `DatabaseError` when reading fails, or whatever `sink` throws.
     static func write(_ db: Database, to sink: inout some ExportSink) throws -> Int {
-        var out = SQLStatements(text: "PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n")
+        // Rows are written as they are: a row that an earlier CHECK no longer accepts, or
+        // that was written with CHECK constraints ignored, comes back too.
+        var out = SQLStatements(text: "PRAGMA foreign_keys=OFF;\nPRAGMA ignore_check_constraints=ON;\nBEGIN TRANSACTION;\n")
         guard let connection = db.sqliteConnection else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the export's connection is closed") }
         var literals = try SQLLiteral(connection)
         defer { literals.finalize() }
@@ -63,11 +65,22 @@ enum SQLDump {
         {
             try out.add(row["sql"], to: &sink)
         }
+        // The statistics ANALYZE gathered, as `sqlite3 .dump` writes them: ANALYZE of the
+        // schema table makes the tables, empty, and the rows follow.
+        let statistics = try ExportTable.sqliteKept(db).filter { $0.hasPrefix("sqlite_stat") }
+        if !statistics.isEmpty {
+            try out.add("ANALYZE sqlite_schema", to: &sink)
+            for table in statistics {
+                try out.add("DELETE FROM \(table)", to: &sink)
+                try writeRows(of: table, db, literals: &literals, into: &out, to: &sink)
+            }
+        }
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         let applicationID = try Int.fetchOne(db, sql: "PRAGMA application_id") ?? 0
         try out.add("PRAGMA user_version=\(version)", to: &sink)
         try out.add("PRAGMA application_id=\(applicationID)", to: &sink)
         try out.add("COMMIT", to: &sink)
+        try out.add("PRAGMA ignore_check_constraints=OFF", to: &sink)
         try out.flush(to: &sink)
         return out.count
     }

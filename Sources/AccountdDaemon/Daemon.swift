@@ -37,13 +37,6 @@ public enum Daemon {
         defer { _ = lock }
         // Leftovers of exports that were interrupted by a crash (never through a link).
         do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
-        // What a purge that failed while deleting moved aside is erased now.
-        do {
-            let erased = try root.finishInterruptedPurges()
-            if erased > 0 { logger.notice("finished erasing \(erased) account folder(s) a purge had moved aside") }
-        } catch {
-            logger.error("erasing what an interrupted purge moved aside failed: \(error); purge the account again")
-        }
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
@@ -65,6 +58,16 @@ public enum Daemon {
         let switching = services.switching
         let systemd = SystemdStatus(active: { switching.active })
         hub.listen(systemd.handle)
+        // A purge that a crash or a failed deletion interrupted is finished now, its name
+        // erased from state.json too, before anything is served.
+        do {
+            for account in try root.finishInterruptedPurges() {
+                try switching.forgetPurged(account)
+                logger.notice("finished the purge of account \(account) that was interrupted", metadata: ["account": "\(account)", "operation": "Remove"])
+            }
+        } catch {
+            logger.error("finishing an interrupted purge failed: \(error); purge the account again")
+        }
         // In the background: the daemon listens at once, whoever holds the saved account's file.
         switching.openSavedAccount()
 

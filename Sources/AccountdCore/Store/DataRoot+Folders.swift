@@ -62,22 +62,29 @@ extension DataRoot {
         return staged.count
     }
 
-    /// Finishes purges that failed while deleting: erases every `.<account>.purging` left in
-    /// `accounts/` and `snapshots/` (``AccountPurge``), so that no byte of a purged account
+    /// Finishes purges that a crash or a failed deletion interrupted: for every
+    /// `.<account>.purging` left in `accounts/` or `snapshots/` (``AccountPurge``), the purge
+    /// of that account runs again to its end, erasing what was moved aside and whatever
+    /// of the account was not moved yet (its file, snapshots, staging names). An erasure
+    /// that was asked for is finished, never half-undone, so no byte of the account
     /// outlives a restart of the daemon. Nothing is followed through a link.
     ///
-    /// - Returns: how many were erased.
+    /// - Returns: the accounts whose purge was finished.
     @discardableResult
-    public func finishInterruptedPurges() throws -> Int {
-        var erased = 0
+    public func finishInterruptedPurges() throws -> [AccountName] {
+        var accounts: Set<String> = []
         for name in ["accounts", "snapshots"] {
             guard let parent = try folder.subfolder(name) else { continue }
             for entry in parent.names() where entry.hasPrefix(".") && entry.hasSuffix(".purging") {
-                try parent.remove(entry)
-                erased += 1
+                accounts.insert(String(entry.dropFirst().dropLast(".purging".count)))
             }
-            if erased > 0 { try parent.sync() }
         }
-        return erased
+        var finished: [AccountName] = []
+        for raw in accounts.sorted() {
+            guard let account = try? AccountName(raw) else { continue }
+            _ = try AccountPurge(root: self, account: account).run(accounts: try accountsFolder(for: account))
+            finished.append(account)
+        }
+        return finished
     }
 }

@@ -201,6 +201,7 @@ public struct SettingsLoader: Sendable {
                 program: try string("replication.litestream.program"))
         }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
+        let grants = try GrantConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
             socketPath: socketPath,
@@ -218,6 +219,7 @@ public struct SettingsLoader: Sendable {
             migrateConcurrency: try int("accounts.migrateConcurrency", 1...64),
             adminUsers: try ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
             adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
+            grants: grants,
             namespaces: namespaces,
             groupCommit: groupCommit,
             replication: replication,

@@ -63,6 +63,20 @@ public struct AccessPolicy: Sendable {
         level(of: peer, on: account) != nil
     }
 
+    /// The need of every call of `method` that a peer can know before its parameters are
+    /// read: `.admin` for an admin-only method, or, for a peer that no grant applies to,
+    /// for a method that needs a grant whatever its parameters (`Switch`, `Export`,
+    /// `Snapshot`, `Set`, `Delete`); else `.anyone` (the full check follows, its account known).
+    public func needBeforeParameters(_ method: Method, peer: PeerCredentials) -> Need {
+        if method.requiresAdmin { return .admin }
+        switch method {
+        case .switchAccount, .export, .snapshot, .set, .delete:
+            return isAdmin(peer) || grants.contains(where: { $0.applies(to: peer) }) ? .anyone : .admin
+        default:
+            return .anyone
+        }
+    }
+
     /// Throws `PermissionDenied` when `peer` may not make a call of `method` that needs `need`.
     public func check(_ need: Need, for method: Method, peer: PeerCredentials) throws(ProtocolError) {
         let facts: [(String, JSONValue)] = [("method", .string(method.qualifiedName))]
@@ -71,9 +85,12 @@ public struct AccessPolicy: Sendable {
             return
         case .admin:
             guard !isAdmin(peer) else { return }
+            let who = "admins (root, the daemon's user, or the users and groups in admin.users and admin.groups)"
             throw ProtocolError(
                 .permissionDenied,
-                "\(method.rawValue) is for admins only (root, the daemon's user, or the users and groups in admin.users and admin.groups); you are uid \(peer.uid)",
+                method.requiresAdmin
+                    ? "\(method.rawValue) is for \(who) only; you are uid \(peer.uid)"
+                    : "\(method.rawValue) is for \(who) and for the users and groups that access.grants gives access to the account; no grant is for uid \(peer.uid)",
                 facts: facts)
         case .read(let account), .write(let account):
             guard let account else { return }

@@ -113,8 +113,9 @@ struct Dispatcher: Sendable {
                 }
             }
             method = request.method
-            // Admin-only methods are refused before their parameters are looked at.
-            if request.method.requiresAdmin { try check(.admin, for: request.method, peer: peer) }
+            // Admin-only methods, and methods that always need a grant from a peer that has none,
+            // are refused before their parameters are looked at.
+            try check(policy.current.needBeforeParameters(request.method, peer: peer), for: request.method, peer: peer)
             if request.method.streaming == .required && !request.more {
                 throw ProtocolError(
                     .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",

@@ -226,6 +226,33 @@ struct GrantTests {
         #expect(status.status == 0 && !status.stdout.contains(#""active":""#), "\(status.stdout)")
     }
 
+    /// A reload with a newer bundle brings every uid's active account to it, not one.
+    @Test func aReloadMigratesEveryCallersActiveAccount() throws {
+        let dir = TestDirectory()
+        #expect(chmod(dir.path, 0o755) == 0)
+        let config = dir.sub("grants.yaml")
+        try Files.write(Self.grants, to: config)
+        let bundle = try BundleFixture.write(
+            at: dir.sub("bundle"), steps: Array(E2E.sampleSteps.prefix(2)), names: Array(ReloadTests.names.prefix(2)))
+        let daemon = try E2E.spawning { try DaemonProcess(directory: dir.path, bundle: bundle, arguments: ["--config", config]) }
+        #expect(try Self.ctl(Self.nobody, daemon, ["switch", "nobody"]).status == 0)
+        #expect(try Self.ctl(Self.daemonUser, daemon, ["switch", "daemon"]).status == 0)
+        #expect(try E2E.accountctl(["switch", "rootsown"], socket: daemon.socket).status == 0)
+
+        _ = try ReloadTests.add(3, ReloadTests.names[2], E2E.sampleSteps[2], to: bundle)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(
+            waitUntil(timeout: 20, interval: 0.1) { ["nobody", "daemon", "rootsown"].allSatisfy { daemon.log.contains("reload: active account \($0) migrated at version 3") } },
+            "\(daemon.log.suffix(3000))")
+        for account in ["nobody", "daemon", "rootsown"] {
+            #expect(try E2E.userVersion(daemon.accountPath(account)) == 3, "\(account)")
+        }
+        for uid in [Self.nobody, Self.daemonUser] {
+            let status = try Self.ctl(uid, daemon, ["--json", "status"])
+            #expect(status.stdout.contains(#""version":3"#), "uid \(uid): \(status.stdout)")
+        }
+    }
+
     /// Grants are checked whole when the settings load: an unknown key, an unknown user,
     /// both user and group, or a wrong access stop the start with the reason.
     @Test(arguments: [

@@ -124,6 +124,12 @@ struct GrantTests {
         let events = seen()
         #expect(events.contains(#""key":"beta""#), "a device-wide change goes to every watcher: \(events)")
         #expect(!events.contains("daemon") && !events.contains("secret") && !events.contains("shared"), "another's events leaked: \(events)")
+
+        // Metrics name the active account of the uid that switched last (root: daemon), for admins only.
+        #expect(try E2E.accountctl(["metrics"], socket: daemon.socket).stdout.contains(#"account="daemon""#))
+        let metrics = try Self.ctl(Self.nobody, daemon, ["metrics"])
+        #expect(metrics.status == 0 && metrics.stdout.contains("accountd_requests_total"), "\(metrics.stderr)")
+        #expect(!metrics.stdout.contains(#"account="daemon""#), "\(metrics.stdout)")
     }
 
     /// `$user` is the account named exactly like the caller's user name; a uid with no name

@@ -81,4 +81,24 @@ extension Dispatcher {
             return .object(pairs.map { $0.0 == "previous" ? ("previous", .null) : $0 })
         }
     }
+
+    /// The `Metrics` text for `peer`: for a peer that is not an admin, without the samples
+    /// labelled with an account it may not read (`accountd_active_account` names the active
+    /// account of the uid that switched last, which may be another person's).
+    func metricsText(_ text: String, for peer: PeerCredentials) -> String {
+        let policy = policy.current
+        guard !policy.isAdmin(peer) else { return text }
+        let label = "account=\""
+        var kept: [Substring] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            guard !line.hasPrefix("#"), let start = line.range(of: label)?.upperBound,
+                let end = line[start...].firstIndex(of: "\"")
+            else {
+                kept.append(line)
+                continue
+            }
+            if let account = try? AccountName(String(line[start..<end])), policy.mayRead(account, peer: peer) { kept.append(line) }
+        }
+        return kept.joined(separator: "\n")
+    }
 }

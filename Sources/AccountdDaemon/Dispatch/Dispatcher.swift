@@ -248,7 +248,8 @@ struct Dispatcher: Sendable {
             try await writer.send(try await change(call.command))
         case .metrics:
             let services = services
-            try await writer.send(Reply(MetricsReply(text: try await services.pool.run { services.metricsText() })))
+            let text = try await services.pool.run { services.metricsText() }
+            try await writer.send(Reply(MetricsReply(text: metricsText(text, for: call.peer))))
         case .replication:
             try await writer.send(Reply(try await services.maintenance.replication(include: readable(by: call.peer))))
         case .pull(let account):

@@ -204,7 +204,7 @@ struct Dispatcher: Sendable {
         } catch {
             let why: String =
                 switch need {
-                case .admin: "not an admin"
+                case .admin: method.requiresAdmin ? "not an admin" : "not an admin, and no grant in access.grants is for it"
                 case .read(let account?): "no read grant on account \(account)"
                 case .write(let account?): "no write grant on account \(account)"
                 case .anyone, .read(nil), .write(nil): "not allowed"

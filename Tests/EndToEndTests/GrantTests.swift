@@ -259,6 +259,33 @@ struct GrantTests {
         }
     }
 
+    /// A reload replaces the grants whole; a reload with a bad grant is refused and the
+    /// grants in force stay.
+    @Test func aReloadReplacesTheGrants() throws {
+        let dir = TestDirectory()
+        let daemon = try Self.daemon(dir)
+        try Self.makeAccounts(["nobody", "shared-a"], daemon)
+        let config = dir.sub("grants.yaml")
+        let pid = daemon.process.processIdentifier
+        #expect(try Self.ctl(Self.nobody, daemon, ["get", "user", "theme", "--account", "nobody"]).status == 0)
+
+        // A bad grant: refused, and nobody's grant stays.
+        try Files.write(Self.grants + "\n    - { user: nobody, accounts: \"*\", access: everything }\n", to: config)
+        kill(pid, SIGHUP)
+        #expect(waitUntil(timeout: 10) { daemon.log.contains("reload refused") }, "\(daemon.log.suffix(2000))")
+        #expect(daemon.log.contains("a grant needs access: read or write"), "\(daemon.log.suffix(2000))")
+        #expect(try Self.ctl(Self.nobody, daemon, ["get", "user", "theme", "--account", "nobody"]).status == 0)
+
+        // nobody now reads shared-*, and its own account no more.
+        try Files.write("socket:\n  mode: \"0666\"\naccess:\n  grants:\n    - { user: nobody, accounts: \"shared-*\", access: read }\n", to: config)
+        kill(pid, SIGHUP)
+        #expect(waitUntil(timeout: 10) { daemon.log.contains("-> user 65534 read shared-*") }, "\(daemon.log.suffix(2000))")
+        let own = try Self.ctl(Self.nobody, daemon, ["get", "user", "theme", "--account", "nobody"])
+        #expect(own.status == 1 && own.stderr.contains("PermissionDenied"), "\(own.stderr)")
+        let shared = try Self.ctl(Self.nobody, daemon, ["get", "user", "theme", "--account", "shared-a"])
+        #expect(shared.status == 0 && shared.stdout.contains("shared-a"), "\(shared.stderr)")
+    }
+
     /// Grants are checked whole when the settings load: an unknown key, an unknown user,
     /// both user and group, or a wrong access stop the start with the reason.
     @Test(arguments: [

@@ -109,7 +109,7 @@ extension Dispatcher {
             guard let account else {
                 throw ProtocolError(
                     .noActiveAccount,
-                    "namespace '\(namespace)' is per account and you (this uid) have no active account; switch first or give \"account\"")
+                    "namespace '\(namespace)' is per account and no account is active for your uid (each uid has its own); switch first or give \"account\"")
             }
             return (namespace, key, .account(account))
         }

@@ -71,7 +71,7 @@ public enum Daemon {
         // In the background: the daemon listens at once, whoever holds the saved account's file.
         switching.openSavedAccount()
 
-        let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
+        let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
         let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
         // Handed sockets, systemd's are served and no other; else both are bound.
         let plan = SocketActivation.plan(

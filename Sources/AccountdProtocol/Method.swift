@@ -38,13 +38,35 @@ public enum Method: String, CaseIterable, Sendable {
     /// `io.accountd.Switch`.
     public var qualifiedName: String { Self.interface + "." + rawValue }
 
-    /// Whether only an admin peer may call it.
-    public var requiresAdmin: Bool {
+    /// What a peer that is not an admin needs to call a method (SPEC section 12, "Accounts
+    /// belong to people"). Admins may call every method.
+    public enum Access: String, Sendable {
+        /// Anyone who can connect. `List`, `Watch` and `Replication` then show a peer only
+        /// the accounts it may read.
+        case open
+        /// A `read` or `write` grant on the account the call acts on (`Status` only with
+        /// `account`; `Get` and `Keys` only of a per-account namespace: device-scoped ones
+        /// are open).
+        case read
+        /// A `write` grant on the account the call acts on (`Set` and `Delete` of a
+        /// device-scoped namespace are for admins).
+        case write
+        /// Admins only, whatever the grants.
+        case admin
+    }
+
+    /// What a peer that is not an admin needs to call this method.
+    public var access: Access {
         switch self {
-        case .switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull: true
-        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics, .replication: false
+        case .info, .ping, .metrics, .list, .watch, .replication: .open
+        case .status, .get, .keys, .export: .read
+        case .switchAccount, .set, .delete, .snapshot: .write
+        case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull: .admin
         }
     }
+
+    /// Whether only an admin peer may call it, whatever the grants.
+    public var requiresAdmin: Bool { access == .admin }
 
     public var streaming: Streaming {
         switch self {

@@ -102,4 +102,45 @@ import Testing
         try record.save(Self.name("erin"))
         #expect(try ActiveAccountRecord(path: path).read() == Self.name("erin"))
     }
+
+    /// SPEC section 12: one entry per uid, each kept when another uid switches; an older
+    /// file's one `"active"` account is the owner's (the daemon's own uid).
+    @Test func eachUidKeepsItsOwnEntryAndAnOlderRecordIsTheOwners() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("state.json")
+        // A record written by an older accountd: two slots of {"active": ...}.
+        func olderSlot(_ account: String, generation: Int64) -> [UInt8] {
+            let active = JSONValue.string(account)
+            let updatedAt = JSONValue.string("2026-01-01T00:00:00.000Z")
+            let check = ActiveAccountRecord.check(active: active, updatedAt: updatedAt, generation: generation)
+            let line = JSONValue.object([("active", active), ("updatedAt", updatedAt), ("generation", .int(generation)), ("check", .string(check))])
+                .serialized()
+            return Array(line.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: ActiveAccountRecord.slotSize - 1 - line.utf8.count) + [10]
+        }
+        try Data(olderSlot("dave", generation: 2) + olderSlot("carol", generation: 1)).write(to: URL(fileURLWithPath: path))
+        let record = ActiveAccountRecord(path: path, owner: 998)
+        #expect(try record.readAll() == [998: Self.name("dave")])
+        #expect(try ActiveAccountRecord(path: path, owner: 0).readAll() == [0: Self.name("dave")])
+
+        try record.save([998: Self.name("dave"), 65534: Self.name("nobody"), 1000: Self.name("alice")])
+        try record.save([998: Self.name("dave"), 65534: Self.name("nobody"), 1000: Self.name("bob")])
+        let again = ActiveAccountRecord(path: path, owner: 998)
+        #expect(try again.readAll() == [998: Self.name("dave"), 65534: Self.name("nobody"), 1000: Self.name("bob")])
+        #expect(try again.read() == Self.name("dave"))
+        #expect(Files.size(path) == 2 * ActiveAccountRecord.slotSize)
+
+        // Many uids: the slots grow (the file rewritten whole), and every entry is read back.
+        var many: [UInt32: AccountName] = [:]
+        for uid in UInt32(2000)..<2100 { many[uid] = Self.name("account-of-\(uid)-with-a-longish-name") }
+        try record.save(many)
+        #expect(try ActiveAccountRecord(path: path).readAll() == many)
+        #expect(Files.size(path) > 2 * ActiveAccountRecord.slotSize && Files.size(path) % (2 * ActiveAccountRecord.slotSize) == 0)
+        many[2000] = Self.name("mallory")
+        try record.save(many)
+        many[2000] = Self.name("erin")
+        try record.save(many)
+        try record.forget(Self.name("mallory"))
+        #expect(!String(decoding: try #require(Files.bytes(path)), as: UTF8.self).contains("mallory"))
+        #expect(try ActiveAccountRecord(path: path).readAll() == many)
+    }
 }

@@ -16,9 +16,13 @@ struct MethodTests {
         ])
     }
 
+    /// SPEC section 12: `Remove`, `Restore`, `Migrate`, `Pull`, `Plan`, `Verify` (and `Snapshots`)
+    /// stay admin-only; the others are open, or need a read or a write grant.
     @Test func adminMethods() {
-        #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
-            [.switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull])
+        #expect(Set(Method.allCases.filter(\.requiresAdmin)) == [.verify, .plan, .snapshots, .restore, .remove, .migrate, .pull])
+        #expect(Set(Method.allCases.filter { $0.access == .read }) == [.status, .get, .keys, .export])
+        #expect(Set(Method.allCases.filter { $0.access == .write }) == [.switchAccount, .set, .delete, .snapshot])
+        #expect(Set(Method.allCases.filter { $0.access == .open }) == [.info, .ping, .metrics, .list, .watch, .replication])
     }
 
     @Test func streaming() {

@@ -14,12 +14,16 @@ public enum Files {
         ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
     }
 
-    /// The account `state.json` under `dataRoot` names as active, as a person reads it:
-    /// of its lines (slots), the one whose `generation` is highest.
-    public static func savedActiveAccount(_ dataRoot: String) throws -> String? {
+    /// The account `state.json` under `dataRoot` names as the active account of `uid` (by
+    /// default this process's, the caller of the tests' switches), as a person reads it: of
+    /// its lines (slots), the one whose `generation` is highest, its `accounts` entry for the
+    /// uid (or an older file's one `active` account).
+    public static func savedActiveAccount(_ dataRoot: String, uid: UInt32 = getuid()) throws -> String? {
         let text = try String(contentsOfFile: dataRoot + "/state.json", encoding: .utf8)
         let slots = text.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
-        return slots.max { ($0["generation"]?.intValue ?? 0) < ($1["generation"]?.intValue ?? 0) }?["active"]?.stringValue
+        let newest = slots.max { ($0["generation"]?.intValue ?? 0) < ($1["generation"]?.intValue ?? 0) }
+        guard let accounts = newest?["accounts"] else { return newest?["active"]?.stringValue }
+        return accounts[String(uid)]?.stringValue
     }
 
     public static func write(_ text: String, to path: String) throws {

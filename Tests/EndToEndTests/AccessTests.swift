@@ -4,7 +4,9 @@ import Foundation
 import Testing
 
 /// SPEC section 8: admins are root, the daemon's own uid and the configured users and
-/// groups; anyone else who can connect may read, and is refused (and logged) for the rest.
+/// groups; anyone else who can connect, without a grant (SPEC section 12, see
+/// ``GrantTests``), may ping, ask for info and its own status, and is refused (and
+/// logged) for the rest.
 @Suite(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
 struct AccessTests {
     /// Runs `program` as `uid`/`gid` (with no supplementary groups unless `groups` are given).
@@ -33,6 +35,8 @@ struct AccessTests {
             ["switch", "alice"], ["switch", "eve"], ["export", "alice"], ["export", "alice", "--format", "sqlite"],
             ["verify", "alice"], ["plan", "alice"], ["migrate", "alice"], ["migrate", "--all"], ["restore", "alice"], ["snapshots", "alice"],
             ["snapshot", "alice"], ["snapshot", "alice", "--label", "mine"], ["remove", "alice"], ["remove", "alice", "--purge"],
+            // SPEC section 12: reading an account needs a grant too.
+            ["status", "alice"], ["get", "user", "theme", "--account", "alice"], ["keys", "user", "--account", "alice"],
         ]
         for arguments in refused {
             let result = try Self.accountctl(as: 65534, socket: daemon.socket, arguments)
@@ -40,13 +44,14 @@ struct AccessTests {
             #expect(result.stderr.contains("PermissionDenied"), "\(arguments): \(result.stderr)")
             #expect(!result.stdout.contains("Ann"), "\(arguments) leaked data: \(result.stdout)")
         }
-        let allowed: [[String]] = [["status"], ["status", "alice"], ["ping"], ["info"], ["list"], ["list", "--details"], []]
+        let allowed: [[String]] = [["status"], ["ping"], ["info"], ["list"], ["list", "--details"], []]
         for arguments in allowed {
             let result = try Self.accountctl(as: 65534, socket: daemon.socket, arguments)
             #expect(result.status == 0, "\(arguments): exit \(result.status) \(result.stderr)")
         }
+        // A peer without grants is listed no account (SPEC section 12).
         let list = try Self.accountctl(as: 65534, socket: daemon.socket, ["--json", "list"])
-        #expect(list.stdout.contains(#""account":"alice""#))
+        #expect(list.status == 0 && !list.stdout.contains(#""account":"alice""#), "\(list.stdout)")
 
         // Nothing changed: same active account, no account made for eve, alice's file as it was.
         let status = try root.callOne("status")

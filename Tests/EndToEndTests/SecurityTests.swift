@@ -156,8 +156,11 @@ import Testing
     // MARK: - Peers that are not admins
 
     /// AccessTests refuses Switch, Export (jsonl, sqlite), Verify, Migrate, Restore and
-    /// Snapshots to uid 65534 and allows Status, Ping, Info and List. Here: Set and Delete in
-    /// every scope, Export as SQL, refused; Get and Keys allowed; nothing changes.
+    /// Snapshots to uid 65534 and allows its own Status, Ping, Info and List. Here, without
+    /// a grant (SPEC section 12): Set and Delete in every scope, Export as SQL, Get and Keys
+    /// of another's account refused; Get and Keys of device and memory namespaces allowed;
+    /// a per-account call without `account` is `NoActiveAccount` (uid 65534 never switched:
+    /// root's active account is not its); nothing changes.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
     func nobodyCanReadPreferencesButNotChangeOrExportThem() throws {
         let dir = TestDirectory()
@@ -177,6 +180,7 @@ import Testing
             ["set", "user", "theme", #""light""#], ["set", "user", "theme", #""light""#, "--account", "alice"], ["set", "user", "new", "1"],
             ["set", "switch", "beta", "false"], ["set", "memory", "token", #""stolen""#], ["del", "user", "theme"], ["del", "switch", "beta"],
             ["del", "memory", "token"], ["export", "alice", "--format", "sql"], ["restore", "alice", "20261121T000000.000Z-v2-before-migrate"],
+            ["get", "user", "theme", "--account", "alice"], ["keys", "user", "--account", "alice"],
         ]
         for arguments in refused {
             let result = try nobody(arguments)
@@ -184,9 +188,13 @@ import Testing
             #expect(result.stderr.contains("PermissionDenied"), "\(arguments): \(result.stderr)")
             #expect(!result.stdout.contains("dark") && !result.stdout.contains("CREATE"), "\(arguments) leaked: \(result.stdout)")
         }
+        for arguments in [["get", "user", "theme"], ["keys", "user"]] {
+            let result = try nobody(arguments)
+            #expect(result.status == 1 && result.stderr.contains("NoActiveAccount"), "\(arguments): \(result.stderr)")
+            #expect(!result.stdout.contains("dark") && !result.stdout.contains("theme"), "\(arguments) leaked: \(result.stdout)")
+        }
         let allowed: [([String], String)] = [
-            (["get", "user", "theme"], "dark"), (["get", "user", "theme", "--account", "alice"], "dark"), (["get", "switch", "beta"], "true"),
-            (["get", "memory", "token"], "t0"), (["keys", "user"], "theme"), (["keys", "switch"], "beta"),
+            (["get", "switch", "beta"], "true"), (["get", "memory", "token"], "t0"), (["keys", "switch"], "beta"),
         ]
         for (arguments, expected) in allowed {
             let result = try nobody(["--json"] + arguments)

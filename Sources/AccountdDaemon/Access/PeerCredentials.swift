@@ -14,12 +14,32 @@ public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
     public var gid: UInt32
     /// The peer's supplementary groups when it connected.
     public var groups: [UInt32]
+    /// The uid's user name (`getpwuid_r`) when it connected; nil for a uid with no name.
+    /// A grant for `$user` covers the account of this name.
+    public var userName: String?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = []) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = [], userName: String? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
         self.groups = groups
+        self.userName = userName
+    }
+
+    /// The user name of `uid` in the password database (`getpwuid_r`), nil when it has none.
+    public static func userName(of uid: UInt32) -> String? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while true {
+            let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &found)
+            if status == ERANGE && buffer.count < 1 << 20 {
+                buffer = [CChar](repeating: 0, count: buffer.count * 4)
+                continue
+            }
+            guard status == 0, let found, let name = found.pointee.pw_name else { return nil }
+            return String(cString: name)
+        }
     }
 
     public var description: String { "uid \(uid) gid \(gid) pid \(pid)" }

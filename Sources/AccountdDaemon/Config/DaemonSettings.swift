@@ -43,6 +43,8 @@ public struct DaemonSettings: Sendable {
     public var adminUsers: [UInt32]
     /// Admin peers by group id (`admin.groups`).
     public var adminGroups: [UInt32]
+    /// What peers that are not admins may do (`access.grants`; none by default). See ``AccessGrant``.
+    public var grants: [AccessGrant] = []
     /// The key-value namespaces (`namespaces:` in the config; default: user, default, switch, dynamic, memory).
     public var namespaces: [NamespaceDeclaration]
     /// Share transactions between concurrent Sets (`preferences.groupCommit`, default true).

@@ -39,6 +39,7 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("accounts.migrateConcurrency", \.migrateConcurrency, reload: false)
         compare("admin.users", \.adminUsers, reload: true)
         compare("admin.groups", \.adminGroups, reload: true)
+        compare("access.grants", \.grants, reload: true) { $0.isEmpty ? "none" : $0.map(\.description).joined(separator: "; ") }
         compare("namespaces", \.namespaces, reload: false) { $0.map { "\($0.name):\($0.scope.rawValue)" }.joined(separator: ",") }
         compare("preferences.groupCommit", \.groupCommit, reload: false)
         // Never the replica's URL in a log line: it may carry a password.
@@ -69,6 +70,7 @@ extension DaemonSettings {
         settings.checkIntegrityOnOpen = new.checkIntegrityOnOpen
         settings.adminUsers = new.adminUsers
         settings.adminGroups = new.adminGroups
+        settings.grants = new.grants
         settings.replication = new.replication
         settings.configFile = new.configFile
         return settings

@@ -20,6 +20,7 @@ enum SettingKeys {
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
         "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency",
         "admin.users", "admin.groups",
+        "access.grants",
         "preferences.groupCommit",
         "replication.litestream.replica", "replication.litestream.syncIntervalSeconds",
         "replication.litestream.config", "replication.litestream.program",

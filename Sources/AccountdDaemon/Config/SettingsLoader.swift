@@ -66,6 +66,8 @@ public struct SettingsLoader: Sendable {
         }
         // A config file with nothing in it (or only comments) means "all defaults".
         var fileIsEmpty = true
+        // The file without `access:` (read by GrantConfig), when it has one.
+        var withoutAccess: String?
         if let text = try NamespaceConfig.text(of: file.path) {
             let root: Node?
             do {
@@ -75,13 +77,21 @@ public struct SettingsLoader: Sendable {
             }
             fileIsEmpty = root == nil
             try SettingKeys.check(root, file: file.path)
+            do {
+                withoutAccess = try YAMLTextProvider.withoutAccess(root)
+            } catch {
+                throw Failure(description: "config file \(file.path) cannot be read: \(error)")
+            }
         }
         let yaml: any ConfigProvider
         do {
-            yaml =
-                fileIsEmpty
-                ? InMemoryProvider(name: "empty config file", values: [:])
-                : try await FileProvider<YAMLSnapshot>(filePath: .init(file.path), allowMissing: true)
+            if fileIsEmpty {
+                yaml = InMemoryProvider(name: "empty config file", values: [:])
+            } else if let withoutAccess {
+                yaml = try YAMLTextProvider(text: withoutAccess, name: file.path)
+            } else {
+                yaml = try await FileProvider<YAMLSnapshot>(filePath: .init(file.path), allowMissing: true)
+            }
         } catch {
             throw Failure(description: "config file \(file.path) cannot be read: \(error)")
         }
@@ -201,6 +211,7 @@ public struct SettingsLoader: Sendable {
                 program: try string("replication.litestream.program"))
         }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
+        let grants = try GrantConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         return DaemonSettings(
             dataRoot: try absolute(string("data.root")),
             socketPath: socketPath,
@@ -218,6 +229,7 @@ public struct SettingsLoader: Sendable {
             migrateConcurrency: try int("accounts.migrateConcurrency", 1...64),
             adminUsers: try ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
             adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
+            grants: grants,
             namespaces: namespaces,
             groupCommit: groupCommit,
             replication: replication,

@@ -2,23 +2,26 @@ import AccountdCore
 import AccountdProtocol
 
 extension Dispatcher {
-    func status(_ account: AccountName?, writer: ReplyWriter) async throws {
+    /// `Status`: the caller's view of the daemon (its own active account) without `account`.
+    func status(_ account: AccountName?, peer: PeerCredentials, writer: ReplyWriter) async throws {
         guard let account else {
-            try await writer.send(Reply(services.switching.daemonStatus()))
+            try await writer.send(Reply(services.switching.daemonStatus(for: peer.uid)))
             return
         }
         try await writer.send(Reply(AccountStatusReply(try await services.switching.accountStatus(account))))
     }
 
-    func list(details: Bool, writer: ReplyWriter) async throws {
-        let entries = try await services.switching.list(details: details)
+    /// `List`: the accounts `peer` may read (every one for an admin).
+    func list(details: Bool, peer: PeerCredentials, writer: ReplyWriter) async throws {
+        let entries = try await services.switching.list(details: details, include: readable(by: peer))
         for entry in entries {
             try await writer.send(Reply(entry, continues: true))
         }
         try await writer.send(Reply(ListSummary(count: entries.count)))
     }
 
-    func switchAccount(_ account: AccountName, create: Bool, more: Bool, writer: ReplyWriter) async throws {
+    /// `Switch`: makes `account` the active account of `uid`, the caller.
+    func switchAccount(_ account: AccountName, create: Bool, uid: UInt32, more: Bool, writer: ReplyWriter) async throws {
         var progress: ProgressHandler?
         if more {
             try await writer.flush()
@@ -28,7 +31,7 @@ extension Dispatcher {
                 try? write(Array(reply.encoded().utf8))
             }
         }
-        let switched = try await services.switching.switchTo(account, create: create, progress: progress)
+        let switched = try await services.switching.switchTo(account, create: create, uid: uid, progress: progress)
         let outcome = switched.outcome
         let reply = SwitchResult(
             account: account.rawValue, previous: switched.previous?.rawValue, action: outcome.action.rawValue,

@@ -56,7 +56,10 @@ extension Dispatcher {
             reply = try changed(committed.place, committed.change, existed: committed.result.get())
         } catch is PreferenceDatabase.Closed where committed.place.account != nil {
             // The retry is for this account, even if another is active by then.
-            return .retry(Call(command: call.command.naming(committed.place.account), more: call.more, received: call.received, oneway: call.oneway))
+            return .retry(
+                Call(
+                    command: call.command.naming(committed.place.account), more: call.more, peer: call.peer, received: call.received,
+                    oneway: call.oneway))
         } catch {
             reply = self.reply(for: error, method: call.command.method)
         }
@@ -102,9 +105,11 @@ extension Dispatcher {
         case .memory: return (namespace, key, .memory)
         case .device: return (namespace, key, .device)
         case .account:
-            guard let account = account ?? services.switching.active else {
+            // Admission named the caller's active account when the request named none (``Dispatcher/authorize(_:peer:)``).
+            guard let account else {
                 throw ProtocolError(
-                    .noActiveAccount, "namespace '\(namespace)' is per account and no account is active; switch first or give \"account\"")
+                    .noActiveAccount,
+                    "namespace '\(namespace)' is per account and no account is active for your uid (each uid has its own); switch first or give \"account\"")
             }
             return (namespace, key, .account(account))
         }
@@ -170,6 +175,11 @@ extension Command {
     /// The same preference command, naming `account` when it named none.
     func naming(_ account: AccountName?) -> Command {
         switch self {
+        case .get(var target) where target.account == nil:
+            target.account = account
+            return .get(target)
+        case .keys(let namespace, nil):
+            return .keys(namespace: namespace, account: account)
         case .set(var target, let value) where target.account == nil:
             target.account = account
             return .set(target, value: value)

@@ -5,8 +5,10 @@ import Logging
 /// The one way a request goes through the daemon: admitted, started, and, when it
 /// must wait, run.
 ///
-/// 1. ``admit(_:peer:)`` decodes the line once, checks the peer's access and the
-///    streaming flag, and decodes the parameters into a typed ``Command``.
+/// 1. ``admit(_:peer:)`` decodes the line once, checks the streaming flag, decodes the
+///    parameters into a typed ``Command``, resolves the account it acts on (the caller's
+///    active one when it names none) and checks the peer's access to it
+///    (``authorize(_:peer:)``, the one access decision).
 /// 2. ``start(_:committed:)`` answers it at once when memory is enough (Ping, Info, the
 ///    daemon's Status, most Gets and Keys), hands a Set or Delete on an open table to its
 ///    group commit, or says that it needs a task.
@@ -24,10 +26,15 @@ struct Dispatcher: Sendable {
     /// How many accounts `Migrate` works on at once.
     let migrateConcurrency: Int
 
-    /// An admitted request: what it asks for, and whether its client takes streamed replies.
+    /// An admitted request: what it asks for, who asks, and whether its client takes
+    /// streamed replies.
     struct Call: Sendable {
+        /// The command, naming the account a preference call acts on (the caller's active
+        /// one when the request named none).
         var command: Command
         var more: Bool
+        /// Who asked, as the kernel reported it at accept.
+        var peer: PeerCredentials
         /// When its line was admitted: the start of its latency.
         var received = ContinuousClock.now
         /// The client asked for no reply (varlink's `oneway`): the call runs, its replies are dropped.
@@ -106,13 +113,16 @@ struct Dispatcher: Sendable {
                 }
             }
             method = request.method
-            try checkAccess(request.method, peer: peer)
+            // Admin-only methods, and methods that always need a grant from a peer that has none,
+            // are refused before their parameters are looked at.
+            try check(policy.current.needBeforeParameters(request.method, peer: peer), for: request.method, peer: peer)
             if request.method.streaming == .required && !request.more {
                 throw ProtocolError(
                     .expectedMore, "\(request.method.qualifiedName) streams its replies; send it with \"more\": true",
                     facts: [("method", .string(request.method.qualifiedName))])
             }
-            return .admitted(Call(command: try Command(request), more: request.more, received: received, oneway: oneway))
+            let command = try authorize(try Command(request), peer: peer)
+            return .admitted(Call(command: command, more: request.more, peer: peer, received: received, oneway: oneway))
         } catch {
             let refusal = reply(for: error, method: method)
             services.metrics.request(method, error: refusal.error, since: received)
@@ -149,7 +159,7 @@ struct Dispatcher: Sendable {
             switch call.command {
             case .ping: return .answered(Reply())
             case .info: return .answered(Reply(services.info()))
-            case .status(nil): return .answered(Reply(services.switching.daemonStatus()))
+            case .status(nil): return .answered(Reply(services.switching.daemonStatus(for: call.peer.uid)))
             case .watch: return .watch
             case .get, .keys:
                 guard let reply = try readAtOnce(call.command) else { return .task }
@@ -187,12 +197,19 @@ struct Dispatcher: Sendable {
         ErrorMapping.reply(for: error, method: method, logger: logger)
     }
 
-    private func checkAccess(_ method: Method, peer: PeerCredentials) throws {
+    /// Checks `need` for `peer` against the policy in force; a refusal is logged with the uid.
+    func check(_ need: AccessPolicy.Need, for method: Method, peer: PeerCredentials) throws {
         do {
-            try policy.current.check(method, peer: peer)
+            try policy.current.check(need, for: method, peer: peer)
         } catch {
-            logger.warning(
-                "refused \(method.rawValue) from uid \(peer.uid): not an admin", metadata: ["peer_uid": "\(peer.uid)"])
+            let why: String =
+                switch need {
+                case .admin: method.requiresAdmin ? "not an admin" : "not an admin, and no grant in access.grants is for it"
+                case .read(let account?): "no read grant on account \(account)"
+                case .write(let account?): "no write grant on account \(account)"
+                case .anyone, .read(nil), .write(nil): "not allowed"
+                }
+            logger.warning("refused \(method.rawValue) from uid \(peer.uid): \(why)", metadata: ["peer_uid": "\(peer.uid)"])
             throw error
         }
     }
@@ -204,11 +221,11 @@ struct Dispatcher: Sendable {
         case .info:
             try await writer.send(Reply(services.info()))
         case .status(let account):
-            try await status(account, writer: writer)
+            try await status(account, peer: call.peer, writer: writer)
         case .list(let details):
-            try await list(details: details, writer: writer)
+            try await list(details: details, peer: call.peer, writer: writer)
         case .switchAccount(let account, let create):
-            try await switchAccount(account, create: create, more: call.more, writer: writer)
+            try await switchAccount(account, create: create, uid: call.peer.uid, more: call.more, writer: writer)
         case .migrate(let target, let rollout):
             try await migrate(target, rollout: rollout, more: call.more, writer: writer)
         case .export(let account, let format):
@@ -231,9 +248,10 @@ struct Dispatcher: Sendable {
             try await writer.send(try await change(call.command))
         case .metrics:
             let services = services
-            try await writer.send(Reply(MetricsReply(text: try await services.pool.run { services.metricsText() })))
+            let text = try await services.pool.run { services.metricsText() }
+            try await writer.send(Reply(MetricsReply(text: metricsText(text, for: call.peer))))
         case .replication:
-            try await writer.send(Reply(try await services.maintenance.replication()))
+            try await writer.send(Reply(try await services.maintenance.replication(include: readable(by: call.peer))))
         case .pull(let account):
             try await writer.send(Reply(try await services.maintenance.pull(account)))
         case .watch:

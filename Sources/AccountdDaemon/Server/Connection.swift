@@ -330,7 +330,8 @@ final class Connection: ChannelDuplexHandler {
             return
         }
         flush(context)
-        let events = hub.subscribe()
+        // A watcher that is not an admin hears only of the accounts it may read.
+        let events = hub.subscribe(filter: dispatcher.watchFilter(for: peer))
         let channel = context.channel
         watch = Task(executorPreference: executor) {
             defer { events.finish() }

@@ -1,7 +1,8 @@
 import Foundation
 import NIOCore
 
-/// Reads a connection's ``PeerCredentials`` from the kernel, once, when it is accepted.
+/// Reads a connection's ``PeerCredentials`` from the kernel, once, when it is accepted
+/// (with the uid's user name from the password database, for `$user` grants).
 ///
 /// `SO_PEERCRED` gives the pid, uid and gid, `SO_PEERGROUPS` the supplementary groups, all
 /// as the kernel recorded them at `connect()`. Nothing is read from `/proc`: a pid can be
@@ -24,7 +25,10 @@ enum PeerCredentialsReader {
     static func read(from provider: any SocketOptionProvider) -> EventLoopFuture<PeerCredentials> {
         provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED)).flatMap { (credentials: UCred) in
             groups(from: provider).map { groups in
-                PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, groups: groups)
+                // The user name once, here, for grants on `$user`: a name service is asked once a connection.
+                PeerCredentials(
+                    pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, groups: groups,
+                    userName: PeerCredentials.userName(of: credentials.uid))
             }
         }
     }

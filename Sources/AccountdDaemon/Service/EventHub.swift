@@ -16,18 +16,28 @@ final class EventHub: Sendable {
     /// dropped (besides the newest event, which a request's size bounds): 8 MiB.
     static let bufferByteLimit = 8 << 20
 
-    private let subscribers = Mutex<[UInt64: EventSubscription]>([:])
+    /// A watcher: its queue, and what it is sent of each event (nil: everything).
+    private struct Subscriber: Sendable {
+        var subscription: EventSubscription
+        var filter: (@Sendable (JSONValue) -> JSONValue?)?
+    }
+
+    private let subscribers = Mutex<[UInt64: Subscriber]>([:])
     private let listeners = Mutex<[@Sendable (DaemonEvent) -> Void]>([])
     private let lastID = Atomic<UInt64>(0)
 
     /// A new subscription. It ends when its consumer is cancelled, when ``EventSubscription/finish()``
     /// is called, or with ``finishAll()``; the hub then forgets it.
-    func subscribe() -> EventSubscription {
+    ///
+    /// - Parameter filter: what the watcher is sent of each event, nil to send nothing of
+    ///   it (a watcher that may not read the event's account); applied when the event is
+    ///   published, so the watcher's bounds count only what it is sent.
+    func subscribe(filter: (@Sendable (JSONValue) -> JSONValue?)? = nil) -> EventSubscription {
         let id = lastID.add(1, ordering: .relaxed).newValue
         let subscription = EventSubscription(limit: Self.bufferLimit, byteLimit: Self.bufferByteLimit) { [weak self] in
             _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
         }
-        subscribers.withLock { $0[id] = subscription }
+        subscribers.withLock { $0[id] = Subscriber(subscription: subscription, filter: filter) }
         return subscription
     }
 
@@ -44,7 +54,14 @@ final class EventHub: Sendable {
         guard !targets.isEmpty else { return }
         let parameters = watched.parameters
         let bytes = Self.size(of: parameters)
-        for subscriber in targets { subscriber.publish(parameters, bytes: bytes) }
+        for subscriber in targets {
+            guard let filter = subscriber.filter else {
+                subscriber.subscription.publish(parameters, bytes: bytes)
+                continue
+            }
+            guard let shown = filter(parameters) else { continue }
+            subscriber.subscription.publish(shown, bytes: Self.size(of: shown))
+        }
     }
 
     /// About the bytes `value`'s compact JSON takes (escapes aside), counted without writing it.
@@ -59,6 +76,6 @@ final class EventHub: Sendable {
 
     func finishAll() {
         let targets = subscribers.withLock { Array($0.values) }
-        for subscriber in targets { subscriber.finish() }
+        for subscriber in targets { subscriber.subscription.finish() }
     }
 }

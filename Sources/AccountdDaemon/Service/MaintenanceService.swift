@@ -87,7 +87,7 @@ struct MaintenanceService: Sendable {
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
             metadata: ["account": "\(account)"])
         var reopened: RestoreReply.Reopened?
-        if account == switching.active {
+        if switching.isActive(account) {
             do {
                 let switched = try await switching.switchTo(account, create: false, commit: .refresh, progress: nil)
                 if switched.committed {
@@ -145,9 +145,10 @@ struct MaintenanceService: Sendable {
     /// Each account's replication as Litestream reports it (`Replication`). Only the listing
     /// of `accounts/` takes a pool thread, briefly; Litestream is asked without one
     /// (``ReplicationService/status(accounts:now:)``).
-    func replication() async throws -> ReplicationReply {
+    /// Only the accounts `include` allows are listed (a non-admin's readable ones).
+    func replication(include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> ReplicationReply {
         let store = stores.current
-        let accounts = try await pool.run { store.root.accountNames() }
+        let accounts = try await pool.run { store.root.accountNames().filter(include) }
         return await replication.status(accounts: accounts)
     }
 

@@ -14,12 +14,12 @@ import UnixSignals
 ///   naming the key or the file and line; everything in force stays, the log level and the
 ///   admin users included.
 /// - A good one takes every setting a reload can change into force at once: the log level,
-///   the admin users and groups, the `accounts.*` options but `migrateConcurrency` (for the
+///   the admin users and groups, the access grants (whole: the new list replaces the old), the `accounts.*` options but `migrateConcurrency` (for the
 ///   next operation), and the replication settings (Litestream's configuration is rewritten;
 ///   restart `accountd-litestream` for Litestream to read it). Whether the bundle changed
 ///   does not matter.
-/// - A changed bundle applies to the next switch, and the active account is brought to it
-///   at once (migrated if it is now older).
+/// - A changed bundle applies to the next switch, and every uid's active account is brought
+///   to it at once (migrated if it is now older), one account after another.
 /// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
 ///   the namespaces and `preferences.groupCommit` change only with a restart; a changed
 ///   value is logged and left.
@@ -90,7 +90,7 @@ struct ReloadService: Service {
         let applied = changes.filter(\.takesEffectAtReload)
         inForce.replace(old.reloading(settings))
         LoggingSetup.currentLevel = settings.logLevel
-        policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups))
+        policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
         let store = services.stores.current
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint
         if bundleChanged || settings.storeOptions != store.options {
@@ -103,9 +103,10 @@ struct ReloadService: Service {
         }
         logger.notice(
             "reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))\(inEffect)")
-        if let active = services.switching.active {
+        // Every uid's active account, each once, in order of name.
+        for active in services.switching.activeAccounts.sorted() {
             do {
-                let result = try await services.switching.switchTo(active, create: false, save: false, progress: nil)
+                let result = try await services.switching.switchTo(active, create: false, commit: .refresh, progress: nil)
                 logger.notice("reload: active account \(active) \(result.outcome.action.rawValue) at version \(result.outcome.version)", metadata: ["account": "\(active)"])
             } catch {
                 logger.error("reload: the active account \(active) could not be brought to the new bundle: \(error)", metadata: ["account": "\(active)", "error": "\(error)"])

@@ -7,66 +7,81 @@ extension SwitchService {
     /// The longest wait between two attempts to open a saved account that another process holds.
     static let openingRetryCap: Duration = .seconds(30)
 
-    /// Starts opening the account saved in `state.json` and returns at once, so the daemon
-    /// listens while it opens.
+    /// Starts opening the accounts saved in `state.json` (one per uid) and returns at once,
+    /// so the daemon listens while it opens them.
     ///
-    /// While the saved account is not open, `Status` says `opening`. An account another
+    /// While a uid's saved account is not open, its `Status` says `opening`. An account another
     /// process holds locked (`AccountBusy`) is tried again in the background, after 1 s, 2 s,
-    /// 4 s ... up to ``openingRetryCap``, until it opens or a `Switch` makes an account
-    /// active; any other failure ends the attempts, with no active account and `Status`
-    /// saying `idle`, with the reason as `problem`. ``DaemonEvent/startupSettled`` is published once the first attempt
-    /// ends (systemd's `READY=1` waits for it).
+    /// 4 s ... up to ``openingRetryCap``, until it opens or a `Switch` by that uid makes an
+    /// account active; any other failure ends the attempts, with no active account for that
+    /// uid and its `Status` saying `idle`, with the reason as `problem`.
+    /// ``DaemonEvent/startupSettled`` is published once every uid's first attempt ended
+    /// (systemd's `READY=1` waits for it).
     func openSavedAccount() {
-        let saved: AccountName?
+        let saved: [UInt32: AccountName]
         do {
-            saved = try record.read()
+            saved = try record.readAll()
         } catch {
             logger.error("\(error)", metadata: ["operation": "start-up", "error": "\(error)"])
             hub.publish(.startupSettled)
             return
         }
-        guard let saved else {
+        guard !saved.isEmpty else {
             hub.publish(.startupSettled)
             return
         }
-        state.withLock { $0.opening = Opening(account: saved, problem: nil) }
-        Task { await self.keepOpening(saved) }
+        state.withLock {
+            $0.unsettled = saved.count
+            for (uid, account) in saved { $0.opening[uid] = Opening(account: account, problem: nil) }
+        }
+        for (uid, account) in saved.sorted(by: { $0.key < $1.key }) {
+            Task { await self.keepOpening(account, for: uid) }
+        }
     }
 
-    /// Tries to open `saved` until it opens, fails for good, or is no longer wanted.
-    private func keepOpening(_ saved: AccountName) async {
+    /// Counts one uid's first start-up attempt as ended; the last one publishes ``DaemonEvent/startupSettled``.
+    private func settleOne() {
+        let all = state.withLock { state -> Bool in
+            state.unsettled -= 1
+            return state.unsettled == 0
+        }
+        if all { hub.publish(.startupSettled) }
+    }
+
+    /// Tries to open `saved` for `uid` until it opens, fails for good, or is no longer wanted.
+    private func keepOpening(_ saved: AccountName, for uid: UInt32) async {
         var delay: Duration = .seconds(1)
         var settled = false
-        defer { if !settled { hub.publish(.startupSettled) } }
-        while !Task.isCancelled, stillOpening(saved) {
+        defer { if !settled { settleOne() } }
+        while !Task.isCancelled, stillOpening(saved, for: uid) {
             do {
-                let result = try await switchTo(saved, create: false, commit: .startup, progress: nil)
+                let result = try await switchTo(saved, create: false, commit: .startup(uid: uid), progress: nil)
                 if result.committed {
                     logger.info(
-                        "restored active account \(saved): \(result.outcome.action.rawValue) at version \(result.outcome.version)",
-                        metadata: ["account": "\(saved)"])
+                        "restored the active account \(saved) of uid \(uid): \(result.outcome.action.rawValue) at version \(result.outcome.version)",
+                        metadata: ["account": "\(saved)", "peer_uid": "\(uid)"])
                 }
                 return
             } catch let error as AccountdError where error.kind == .accountBusy {
                 let problem = "the saved active account \(saved) is held by another process and is not open yet: \(error.message); trying again in \(delay)"
                 logger.warning("\(problem)", metadata: ["account": "\(saved)", "operation": "start-up", "error": "\(error.wireName.rawValue)"])
-                state.withLock { if $0.opening?.account == saved { $0.opening?.problem = problem } }
+                state.withLock { if $0.opening[uid]?.account == saved { $0.opening[uid]?.problem = problem } }
                 if !settled {
                     settled = true
-                    hub.publish(.startupSettled)
+                    settleOne()
                 }
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, Self.openingRetryCap)
             } catch {
                 let message = (error as? AccountdError)?.message ?? "\(error)"
                 logger.error(
-                    "the saved active account \(saved) could not be opened, starting with no active account: \(error)",
-                    metadata: ["account": "\(saved)", "operation": "start-up", "error": "\(error)"])
+                    "the saved active account \(saved) of uid \(uid) could not be opened, starting with no active account for it: \(error)",
+                    metadata: ["account": "\(saved)", "peer_uid": "\(uid)", "operation": "start-up", "error": "\(error)"])
                 state.withLock {
-                    guard $0.opening?.account == saved else { return }
-                    $0.opening = nil
-                    if $0.active == nil {
-                        $0.failure = Failure(
+                    guard $0.opening[uid]?.account == saved else { return }
+                    $0.opening[uid] = nil
+                    if $0.active[uid] == nil {
+                        $0.failures[uid] = Failure(
                             account: saved, message: "the saved active account \(saved) could not be opened: \(message)",
                             tooNew: (error as? AccountdError)?.kind == .accountTooNew)
                     }
@@ -76,8 +91,8 @@ extension SwitchService {
         }
     }
 
-    /// Whether start-up still waits for `saved`: no switch has made an account active since.
-    private func stillOpening(_ saved: AccountName) -> Bool {
-        state.withLock { $0.opening?.account == saved && $0.active == nil }
+    /// Whether start-up still waits for `saved`: no switch has made an account active for `uid` since.
+    private func stillOpening(_ saved: AccountName, for uid: UInt32) -> Bool {
+        state.withLock { $0.opening[uid]?.account == saved && $0.active[uid] == nil }
     }
 }

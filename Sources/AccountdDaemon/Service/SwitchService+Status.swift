@@ -3,15 +3,19 @@ import AccountdProtocol
 
 /// What `Status` and `List` say, and how a failure of the active account is kept for them.
 extension SwitchService {
-    /// The daemon-wide status. Never waits.
+    /// The daemon's status as `uid` sees it: its own active account (`Status` without
+    /// `account`). Never waits.
     ///
     /// It never claims more than is true: `ready` only for an active account at the bundle's
     /// version (or newer and readable by it); `failed` or `too_new`, with the error, after an
     /// attempt to bring it to the bundle failed; `outdated` for an active account below the
     /// bundle that nothing migrates; `opening` while start-up has not opened the saved account;
     /// `idle`, with the reason, when it could not.
-    func daemonStatus() -> DaemonStatus {
-        let (active, version, failure, opening) = state.withLock { ($0.active, $0.version, $0.failure, $0.opening) }
+    func daemonStatus(for uid: UInt32) -> DaemonStatus {
+        let (active, version, failure, opening) = state.withLock { state in
+            let active = state.active[uid]
+            return (active, active.flatMap { state.versions[$0] }, state.failures[uid], state.opening[uid])
+        }
         let target = stores.current.targetVersion
         let condition: DaemonStatus.State
         var problem: String?
@@ -37,8 +41,8 @@ extension SwitchService {
         return DaemonStatus(active: active?.rawValue, state: condition.rawValue, version: version, bundleVersion: target, problem: problem)
     }
 
-    /// Keeps what a failed open of `account` says for `Status`, when `account` is the active
-    /// one, and tells watchers of a failed migration or of the active account's failure.
+    /// Keeps what a failed open of `account` says for `Status`, for each uid whose active
+    /// account it is, and tells watchers of a failed migration or of an active account's failure.
     ///
     /// A busy account (another operation held it) says nothing about its file and is not kept.
     /// The version the file stayed at, when the error names it, becomes the active version.
@@ -47,9 +51,10 @@ extension SwitchService {
         let message = failure?.message ?? "\(error)"
         let busy = failure?.kind == .accountBusy && !migrationRan
         let kept = state.withLock { state -> Bool in
-            guard !busy, state.active == account else { return false }
-            state.failure = Failure(account: account, message: message, tooNew: failure?.kind == .accountTooNew)
-            if let stayed = failure?.fromVersion { state.version = stayed }
+            let uids = state.uids(of: account)
+            guard !busy, !uids.isEmpty else { return false }
+            for uid in uids { state.failures[uid] = Failure(account: account, message: message, tooNew: failure?.kind == .accountTooNew) }
+            if let stayed = failure?.fromVersion { state.versions[account] = stayed }
             return true
         }
         guard migrationRan || kept else { return }
@@ -77,10 +82,12 @@ extension SwitchService {
     /// Every account with its size, and with `details` its version and state, as `List`
     /// replies them: only those fields are kept, so that listing a fleet of 100,000 accounts
     /// holds a few megabytes for a moment, not a full status of each.
-    func list(details: Bool) async throws -> [ListEntry] {
+    ///
+    /// Only the accounts `include` allows are listed (a non-admin's readable ones).
+    func list(details: Bool, include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> [ListEntry] {
         let (store, board) = (stores.current, board)
         return try await pool.run {
-            store.root.accountNames().map { account in
+            store.root.accountNames().filter(include).map { account in
                 guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
                 // The status has read the size already.
                 var status = store.status(account)
@@ -93,13 +100,13 @@ extension SwitchService {
     }
 
     /// The watchdog's store read (``LivenessCheck``): reads `state.json` under the data root
-    /// and the daemon's shared state.
+    /// and the daemon's shared state (the status of the daemon's own uid).
     ///
     /// Cheap, and it touches no account file, takes no account lock and needs no pool thread,
     /// so neither a long migration nor a busy client holds it up; a data root that no longer
     /// answers, or shared state that stays locked, does.
     func livenessRead() {
         _ = try? record.read()
-        _ = daemonStatus()
+        _ = daemonStatus(for: ownUID)
     }
 }

@@ -4,27 +4,42 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The active account, and switching to another: `Switch`, `Migrate`, `Status`, `List`.
+/// The active accounts, one per caller's uid, and switching to another: `Switch`,
+/// `Migrate`, `Status`, `List`.
 ///
-/// Its mutable state is one value behind a lock (``State``), held only to read or set a
+/// Each uid that switched has its own active account (SPEC section 12, "The active
+/// account is the caller's"): a call without `account` acts on the caller's, never on
+/// another uid's. Its mutable state is one value behind a lock (``State``), held only to read or set a
 /// few fields, so `Status` never waits. The work on files runs on ``BlockingPool``
 /// threads, so while one account migrates, everything else goes on. The one thing that
 /// must happen in order, saving the active account to `state.json` and making it active,
-/// happens under ``commits``, one switch at a time.
+/// happens under ``commits``, one switch at a time; `state.json` keeps every uid's entry.
 final class SwitchService: Sendable {
     /// The mutable state.
     struct State: Sendable {
-        /// The active account and its version, as `state.json` and its file have them.
-        var active: AccountName?
-        var version: Int?
+        /// Each uid's active account, as `state.json` has them.
+        var active: [UInt32: AccountName] = [:]
+        /// The version of each account that is active for some uid, as its file has it.
+        var versions: [AccountName: Int] = [:]
+        /// The uid whose switch committed last: systemd's status line and the metrics
+        /// describe its active account (see ``described``).
+        var lastUID: UInt32?
         /// Accounts being removed: none of them may become active meanwhile.
         var removing: Set<AccountName> = []
-        /// Why the active account could not be brought to the bundle, until an open of it
-        /// succeeds or another account becomes active; with no active account, why the saved
-        /// one could not be opened at start-up (`Status` then says `idle`, with the reason).
-        var failure: Failure?
-        /// At start-up, while the saved active account is not open yet.
-        var opening: Opening?
+        /// Per uid: why its active account could not be brought to the bundle, until an open
+        /// of it succeeds or another account becomes its active one; with no active account,
+        /// why its saved one could not be opened at start-up (`Status` then says `idle`,
+        /// with the reason).
+        var failures: [UInt32: Failure] = [:]
+        /// At start-up, per uid, while its saved active account is not open yet.
+        var opening: [UInt32: Opening] = [:]
+        /// How many uids' first start-up attempt has not ended yet.
+        var unsettled = 0
+
+        /// The uids whose active account is `account`.
+        func uids(of account: AccountName) -> [UInt32] {
+            active.compactMap { $0.value == account ? $0.key : nil }
+        }
     }
 
     /// A failed attempt to bring an account to the bundle, as `Status` reports it.
@@ -44,14 +59,15 @@ final class SwitchService: Sendable {
 
     /// Which account a switch's commit may make active.
     enum Commit: Sendable {
-        /// A `Switch`: the account becomes active; with `save`, `state.json` names it.
-        case select(save: Bool)
-        /// Opening the active account again (a reload, a restore, a reload during a switch):
-        /// it is kept active only if it still is, so a switch to another account made
-        /// meanwhile stands.
+        /// A `Switch` by `uid`: the account becomes its active one; with `save`,
+        /// `state.json` names it.
+        case select(save: Bool, uid: UInt32)
+        /// Opening an active account again (a reload, a restore, a reload during a switch):
+        /// it is kept active for the uids whose active account it still is, so a switch to
+        /// another account made meanwhile stands.
         case refresh
-        /// The saved account at start-up: made active only while no account is.
-        case startup
+        /// `uid`'s saved account at start-up: made active only while it has none.
+        case startup(uid: UInt32)
     }
 
     /// What a completed switch did.
@@ -59,7 +75,7 @@ final class SwitchService: Sendable {
         var outcome: OpenOutcome
         var previous: AccountName?
         /// False when the commit's condition (``Commit``) no longer held: the account was
-        /// opened but did not become, or stay, the active one.
+        /// opened but did not become, or stay, an active one.
         var committed: Bool = true
     }
 
@@ -71,8 +87,10 @@ final class SwitchService: Sendable {
     let metrics: DaemonMetrics
     let board = MigrationBoard()
     let state = Mutex(State())
-    /// `state.json`: the durable record of the active account.
+    /// `state.json`: the durable record of every uid's active account.
     let record: ActiveAccountRecord
+    /// The daemon's own uid: an older `state.json`'s one active account is its entry.
+    let ownUID: UInt32
     /// Held while a switch saves `state.json` and sets the active account (on a pool
     /// thread, never on an event loop), so the file always names the account that is active.
     private let commits = Mutex(())
@@ -87,18 +105,33 @@ final class SwitchService: Sendable {
         self.pool = pool
         self.hub = hub
         self.logger = logger
-        record = ActiveAccountRecord(path: stores.current.root.statePath)
+        ownUID = getuid()
+        record = ActiveAccountRecord(path: stores.current.root.statePath, owner: ownUID)
     }
 
     var root: DataRoot { stores.current.root }
-    var active: AccountName? { state.withLock { $0.active } }
 
-    /// Brings `account` to the bundle's version and makes it active; with `save: false`,
-    /// opens the active account again (``Commit/refresh``).
+    /// The account systemd's `STATUS=` line and the metrics describe: the active account of
+    /// the uid that switched last, else the daemon's own uid's.
+    var active: AccountName? {
+        state.withLock { state in state.lastUID.flatMap { state.active[$0] } ?? state.active[ownUID] }
+    }
+
+    /// `uid`'s active account: where its calls without `account` go.
+    func active(for uid: UInt32) -> AccountName? { state.withLock { $0.active[uid] } }
+
+    /// Every account that is active for some uid.
+    var activeAccounts: Set<AccountName> { state.withLock { Set($0.active.values) } }
+
+    /// Whether `account` is the active account of some uid.
+    func isActive(_ account: AccountName) -> Bool { state.withLock { $0.active.values.contains(account) } }
+
+    /// Brings `account` to the bundle's version and makes it `uid`'s active account; with
+    /// `save: false`, opens an active account again (``Commit/refresh``).
     ///
     /// A failed switch leaves the previous account active.
-    func switchTo(_ account: AccountName, create: Bool, save: Bool = true, progress: ProgressHandler?) async throws -> Switched {
-        try await switchTo(account, create: create, commit: save ? .select(save: true) : .refresh, progress: progress)
+    func switchTo(_ account: AccountName, create: Bool, save: Bool = true, uid: UInt32, progress: ProgressHandler?) async throws -> Switched {
+        try await switchTo(account, create: create, commit: save ? .select(save: true, uid: uid) : .refresh, progress: progress)
     }
 
     /// Brings `account` to the bundle's version and makes it active as `commit` allows.
@@ -156,9 +189,10 @@ final class SwitchService: Sendable {
         let (outcome, _, _) = try await open(account, create: false, progress: nil)
         if outcome.action == .migrated { logSwitch(outcome) }
         state.withLock {
-            guard $0.active == account else { return }
-            $0.version = outcome.version
-            $0.failure = nil
+            let uids = $0.uids(of: account)
+            guard !uids.isEmpty else { return }
+            $0.versions[account] = outcome.version
+            for uid in uids { $0.failures[uid] = nil }
         }
         return outcome
     }
@@ -211,15 +245,24 @@ final class SwitchService: Sendable {
         }
     }
 
-    /// Makes `account` active as `mode` allows, saving it in `state.json` for a ``Commit/select(save:)``;
-    /// returns the account that was active before, and whether `account` is active now by
-    /// this commit. Blocking: runs on a pool thread, one switch at a time.
+    /// Makes `account` active as `mode` allows, saving it in `state.json` for a ``Commit/select(save:uid:)``;
+    /// returns the account that was active before (for the uid switching, or `account`
+    /// itself for a refresh), and whether `account` is active now by this commit. Blocking:
+    /// runs on a pool thread, one switch at a time.
     private func commit(_ account: AccountName, version: Int, mode: Commit) throws -> (previous: AccountName?, made: Bool) {
         try commits.withLock { _ in
-            let (previous, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
+            let (all, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
+            let uid: UInt32?
+            let previous: AccountName?
             switch mode {
-            case .refresh where previous != account, .startup where previous != nil: return (previous, false)
-            case .select, .refresh, .startup: break
+            case .select(_, let caller), .startup(let caller):
+                uid = caller
+                previous = all[caller]
+                if case .startup = mode, previous != nil { return (previous, false) }
+            case .refresh:
+                uid = nil
+                previous = all.values.contains(account) ? account : nil
+                if previous == nil { return (nil, false) }
             }
             // A removal may have taken the file between the open and now (see beginRemoval).
             if removing || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
@@ -228,18 +271,29 @@ final class SwitchService: Sendable {
                     "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
                     account: account.rawValue)
             }
-            if case .select(save: true) = mode, previous != account { try record.save(account) }
+            if case .select(save: true, let caller) = mode, previous != account {
+                var saved = all
+                saved[caller] = account
+                try record.save(saved)
+            }
             state.withLock {
-                $0.active = account
-                $0.version = version
-                $0.failure = nil
-                $0.opening = nil
+                if let uid {
+                    $0.active[uid] = account
+                    $0.opening[uid] = nil
+                    $0.lastUID = uid
+                }
+                $0.versions[account] = version
+                // The account opened: whoever has it active has no failure of it to report.
+                for holder in $0.uids(of: account) { $0.failures[holder] = nil }
+                // Versions only of accounts that are active for some uid.
+                let inUse = Set($0.active.values)
+                $0.versions = $0.versions.filter { inUse.contains($0.key) }
             }
             return (previous, true)
         }
     }
 
-    /// Marks `account` as being removed, unless it is the active account.
+    /// Marks `account` as being removed, unless it is the active account of some uid.
     ///
     /// Together with the check in ``commit(_:version:mode:)``, made under the same
     /// ``commits`` lock, this decides every race between a removal and a switch to the
@@ -247,15 +301,16 @@ final class SwitchService: Sendable {
     /// `AccountActive`, or the removal marked the account first and the switch fails with
     /// `AccountNotFound`, leaving the previous account active.
     ///
-    /// - Throws: `AccountActive` when `account` is the active account.
+    /// - Throws: `AccountActive` when `account` is the active account of some uid.
     func beginRemoval(_ account: AccountName) throws {
         try commits.withLock { _ in
             try state.withLock { state in
-                if state.active == account {
+                let uids = state.uids(of: account).sorted()
+                if !uids.isEmpty {
                     throw AccountdError(
                         .accountActive,
-                        "account \(account) is the active account and cannot be removed; switch to another account first "
-                            + "('accountctl switch OTHER'), then remove it. The file was left untouched",
+                        "account \(account) is the active account of uid \(uids.map(String.init).joined(separator: ", uid ")) and cannot be removed; "
+                            + "that caller switches to another account first ('accountctl switch OTHER'), then remove it. The file was left untouched",
                         account: account.rawValue, file: root.accountPath(account))
                 }
                 state.removing.insert(account)

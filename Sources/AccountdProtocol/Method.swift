@@ -21,6 +21,8 @@ public enum Method: String, CaseIterable, Sendable {
     case metrics = "Metrics"
     case replication = "Replication"
     case pull = "Pull"
+    case query = "Query"
+    case execute = "Execute"
 
     /// The interface every method belongs to.
     public static let interface = "io.accountd"
@@ -41,15 +43,15 @@ public enum Method: String, CaseIterable, Sendable {
     /// Whether only an admin peer may call it.
     public var requiresAdmin: Bool {
         switch self {
-        case .switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull: true
-        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics, .replication: false
+        case .switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull, .execute: true
+        case .info, .ping, .status, .list, .get, .keys, .watch, .metrics, .replication, .query: false
         }
     }
 
     public var streaming: Streaming {
         switch self {
         case .list, .export, .watch: .required
-        case .switchAccount, .migrate: .optional
+        case .switchAccount, .migrate, .query: .optional
         default: .never
         }
     }
@@ -72,6 +74,8 @@ public enum Method: String, CaseIterable, Sendable {
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]
+        case .query: ["account", "sql", "parameters", "maxRows"]
+        case .execute: ["account", "statements"]
         }
     }
 

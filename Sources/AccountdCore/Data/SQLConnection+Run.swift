@@ -1,0 +1,116 @@
+import AccountdProtocol
+import CSQLiteConfig
+
+extension SQLConnection {
+    /// A read that has begun: one statement stepping through its rows in one snapshot.
+    public final class Cursor {
+        private let connection: SQLConnection
+        private let statement: OpaquePointer
+        private let sql: String
+        /// The result's column names.
+        public let columns: [String]
+        private var done = false
+
+        init(connection: SQLConnection, statement: OpaquePointer, sql: String) {
+            self.connection = connection
+            self.statement = statement
+            self.sql = sql
+            columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+        }
+
+        /// The next row, or nil at the end.
+        ///
+        /// - Throws: `QueryTimeout`, `SQLError`, or ``SQLStopped`` when the client went away.
+        public func next() throws -> [SQLValue]? {
+            guard !done else { return nil }
+            let code = sqlite3_step(statement)
+            switch code {
+            case SQLITE_ROW:
+                return (0..<Int32(columns.count)).map { connection.value(statement, $0) }
+            case SQLITE_DONE:
+                done = true
+                return nil
+            default:
+                done = true
+                if connection.interruption == .stopped { throw SQLStopped() }
+                throw connection.failure(code, statement: sql)
+            }
+        }
+    }
+
+    /// Begins a read transaction, which fixes the snapshot every statement until ``endRead()``
+    /// sees: call it while holding the account, so that no migration is half done in it.
+    public func beginRead() throws(ProtocolError) {
+        try run("BEGIN DEFERRED")
+        do {
+            try run("SELECT count(*) FROM sqlite_master")
+        } catch {
+            endRead()
+            throw error
+        }
+    }
+
+    /// Ends the read transaction, whatever state it is in.
+    public func endRead() {
+        if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
+    }
+
+    /// A cursor over `statement`, which must only read.
+    ///
+    /// - Parameters:
+    ///   - deadline: when the statement is stopped with `QueryTimeout`.
+    ///   - stop: stops it when the client goes away.
+    /// - Throws: `StatementNotAllowed`, `SQLError`, `InvalidParameter`.
+    public func query(_ statement: SQLStatement, deadline: ContinuousClock.Instant?, stop: SQLStop?) throws(ProtocolError) -> Cursor {
+        begin(deadline: deadline, stop: stop)
+        let compiled = try compile(statement.sql, mode: .query)
+        try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+        guardState.reset(.query)
+        return Cursor(connection: self, statement: compiled.handle, sql: statement.sql)
+    }
+
+    /// Finishes a use of the connection: resets its statements and forgets the deadline.
+    public func finish() {
+        for statement in cachedHandles { sqlite3_reset(statement) }
+        end()
+    }
+
+    /// Runs `statements` in one transaction, committed with `synchronous = FULL` before it
+    /// returns; on any failure nothing of them is kept.
+    ///
+    /// - Returns: what each statement did, and the tables they wrote (triggers' included).
+    /// - Throws: `StatementNotAllowed`, `SQLError`, `QueryTimeout`, `InvalidParameter`, or
+    ///   ``SQLStopped``; the file is then as it was.
+    public func execute(
+        _ statements: [SQLStatement], deadline: ContinuousClock.Instant?, stop: SQLStop?
+    ) throws -> (results: [ExecuteReply.Result], tables: Set<String>) {
+        begin(deadline: deadline, stop: stop)
+        defer { finish() }
+        try run("BEGIN IMMEDIATE")
+        do throws(any Error) {
+            var results: [ExecuteReply.Result] = []
+            var tables: Set<String> = []
+            for statement in statements {
+                let compiled = try compile(statement.sql, mode: .execute)
+                try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+                guardState.reset(.execute)
+                var code = sqlite3_step(compiled.handle)
+                while code == SQLITE_ROW { code = sqlite3_step(compiled.handle) }
+                guard code == SQLITE_DONE else {
+                    if interruption == .stopped { throw SQLStopped() }
+                    throw failure(code, statement: statement.sql)
+                }
+                sqlite3_reset(compiled.handle)
+                results.append(ExecuteReply.Result(changes: sqlite3_changes64(handle), lastInsertRowid: sqlite3_last_insert_rowid(handle)))
+                tables.formUnion(compiled.written)
+            }
+            // The commit is never interrupted: the statements are done.
+            end()
+            try run("COMMIT")
+            return (results, tables)
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
+            throw error
+        }
+    }
+}

@@ -123,7 +123,7 @@ public final class SQLConnection: @unchecked Sendable {
     }
 
     /// Moves the deadline later by `amount`: the time a streaming query waited for its client to read.
-    func extendDeadline(by amount: Duration) {
+    public func extendDeadline(by amount: Duration) {
         deadline = deadline.map { $0 + amount }
     }
 

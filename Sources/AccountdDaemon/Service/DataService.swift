@@ -1,0 +1,145 @@
+import AccountdCore
+import AccountdProtocol
+import Logging
+
+/// `Query` and `Execute`: an app's statements on its account's own tables.
+///
+/// An account's file is reached as a preference call reaches it: the active account unless
+/// one is named, and only when ``AccountStore/usableState(_:)`` allows it under the
+/// account's lock (missing → `AccountNotFound`, corrupt or misbound → `AccountCorrupt`,
+/// too new → `AccountTooNew`, each leaving the file untouched). An outdated file is first
+/// brought to the bundle's version (as `Migrate` does), so no statement ever sees an old or
+/// half-migrated schema.
+///
+/// - An `Execute` runs under the account's lock on a pool thread, in one `BEGIN IMMEDIATE`
+///   transaction committed with `synchronous = FULL`, and is answered after the commit.
+/// - A `Query` takes the account's lock only to check the file and begin its read
+///   transaction (which fixes its WAL snapshot), then reads on a read-only connection without
+///   the lock: a long read never holds up a writer or a migration, and sees the file as it was.
+///
+/// Statements are guarded (``StatementGuard``), stopped at `limits.queryTimeoutMs` and when
+/// their client goes away. Connections stay open between requests (``SQLConnectionCache``).
+final class DataService: Sendable {
+    /// The limits of `limits.*` that apply to statements.
+    struct Limits: Sendable {
+        /// `limits.queryTimeoutMs`.
+        var timeoutMs = 5000
+        /// `limits.queryMaxRows`.
+        var maxRows = 10_000
+    }
+
+    /// How many bytes of rows one streamed `Query` reply carries at most (about).
+    static let chunkBytes = 64 * 1024
+
+    let limits: Limits
+    private let stores: Reloadable<AccountStore>
+    private let switching: SwitchService
+    private let connections: SQLConnectionCache
+    private let pool: BlockingPool
+    private let hub: EventHub
+
+    init(limits: Limits, stores: Reloadable<AccountStore>, switching: SwitchService, connections: SQLConnectionCache, pool: BlockingPool, hub: EventHub) {
+        self.limits = limits
+        self.stores = stores
+        self.switching = switching
+        self.connections = connections
+        self.pool = pool
+        self.hub = hub
+    }
+
+    /// The account a call acts on: the one named, else the active one.
+    func target(_ account: AccountName?) throws -> AccountName {
+        guard let account = account ?? switching.active else {
+            throw ProtocolError(.noActiveAccount, "no account is active; switch to one first or give \"account\"")
+        }
+        return account
+    }
+
+    /// Runs `statements` in one durable transaction and tells watchers which tables changed.
+    ///
+    /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
+    ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
+    func execute(_ account: AccountName?, _ statements: [SQLStatement], gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
+        let account = try target(account)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
+        let stop = SQLStop(gone: gone)
+        let done = try await usable(account) { store, _ in
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+            var broken = false
+            defer { connections.giveBack(connection, account: account, broken: broken) }
+            do {
+                return try connection.execute(statements, deadline: .now + timeout, stop: stop)
+            } catch let error as ProtocolError where error.name == .sqlError {
+                broken = Self.isFatal(error)
+                throw error
+            }
+        }
+        if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
+        return ExecuteReply(results: done.results)
+    }
+
+    /// Runs `statement` and hands its rows to `sink` on a pool thread; see ``QuerySink``.
+    ///
+    /// - Throws: as ``execute(_:_:gone:)``; ``ClientGone`` when the client left.
+    func query<Sink: QuerySink>(_ account: AccountName?, _ statement: SQLStatement, sink: Sink) async throws -> Sink.Result {
+        let account = try target(account)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
+        let stop = SQLStop(gone: sink.isGone)
+        return try await usable(account) { store, hold in
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
+            var broken = true
+            defer {
+                connection.endRead()
+                connections.giveBack(connection, account: account, broken: broken)
+            }
+            try connection.beginRead()
+            // The snapshot is fixed: the account is free for writers and migrations again.
+            hold.release()
+            var sink = sink
+            let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
+            let result = try sink.run(cursor, connection: connection)
+            broken = false
+            return result
+        }
+    }
+
+    /// Runs `body` on a pool thread, holding `account`, once the store finds its file usable;
+    /// an outdated file is migrated first (at most twice, should the bundle change meanwhile).
+    private func usable<T: Sendable>(
+        _ account: AccountName, _ body: @escaping @Sendable (AccountStore, AccountHold) throws -> T
+    ) async throws -> T {
+        let timeoutMs = limits.timeoutMs
+        for _ in 0..<3 {
+            let store = stores.current
+            let hold = try await store.hold(account)
+            defer { hold.release() }
+            let result: T? = try await pool.run {
+                do {
+                    return try store.withAccount(account, holding: hold) { () throws -> T? in
+                        guard try store.usableState(account) != .outdated else { return nil }
+                        return try body(store, hold)
+                    }
+                } catch is SQLStopped {
+                    throw ClientGone()
+                } catch let error as ProtocolError where error.name == .queryTimeout {
+                    throw ProtocolError(
+                        .queryTimeout,
+                        "a statement on account \(account) ran longer than limits.queryTimeoutMs (\(timeoutMs) ms) and was stopped; nothing it did was kept. Narrow the statement (an index, a LIMIT) or raise the limit",
+                        facts: [("timeoutMs", JSONValue(timeoutMs))])
+                }
+            }
+            if let result { return result }
+            hold.release()
+            _ = try await switching.migrateOne(account)
+        }
+        throw AccountdError(.accountBusy, "account \(account) kept changing versions while a statement waited for it; retry", account: account.rawValue)
+    }
+
+    /// Whether an error leaves the connection unfit for the next request (the file is not a
+    /// database any more, I/O failed): it is then closed rather than kept.
+    private static func isFatal(_ error: ProtocolError) -> Bool {
+        guard case .int(let code)? = error[fact: "code"] else { return true }
+        let primary = code & 0xFF
+        return primary == 10 || primary == 11 || primary == 26 || primary == 14  // IOERR, CORRUPT, NOTADB, CANTOPEN
+    }
+}

@@ -76,7 +76,9 @@ struct StatementGuard {
         case SQLITE_ANALYZE, SQLITE_REINDEX:
             return deny("ANALYZE and REINDEX are not allowed: the file's maintenance belongs to the daemon")
         default:
-            // Every CREATE, DROP and ALTER (tables, indexes, views, triggers, virtual tables).
+            // Every CREATE, DROP and ALTER (tables, indexes, views, triggers, virtual tables):
+            // this reason wins over the write to sqlite_master that a DROP reports first.
+            refusal = nil
             return deny("schema changes (CREATE, DROP, ALTER) are not allowed: the schema belongs to the bundle; ship a migration instead")
         }
     }

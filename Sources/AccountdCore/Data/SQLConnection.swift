@@ -221,6 +221,10 @@ public final class SQLConnection: @unchecked Sendable {
         if code == SQLITE_INTERRUPT, interruption == .timeout {
             return ProtocolError(.queryTimeout, "the statement ran longer than limits.queryTimeoutMs and was stopped", facts: [])
         }
+        if code & 0xFF == SQLITE_AUTH, let refusal = guardState.refusal {
+            // Refused while running: VACUUM attaches its target as it runs, for one.
+            return Self.notAllowed(refusal, statement)
+        }
         let message = String(cString: sqlite3_errmsg(handle))
         let extended = sqlite3_extended_errcode(handle)
         return ProtocolError(

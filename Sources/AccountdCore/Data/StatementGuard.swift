@@ -36,6 +36,8 @@ struct StatementGuard {
         "page_count", "freelist_count", "journal_mode", "collation_list", "database_list",
     ])
 
+    static let schemaChange = "schema changes (CREATE, DROP, ALTER) are not allowed: the schema belongs to the bundle; ship a migration instead"
+
     var mode = Mode.query
     /// Why the statement being compiled was refused; nil while it is allowed.
     var refusal: String?
@@ -59,6 +61,10 @@ struct StatementGuard {
         case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
             let table = first ?? ""
             let lower = table.lowercased()
+            if ["sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"].contains(lower) {
+                // What CREATE, DROP and ALTER write first, before the authorizer hears of the DDL itself.
+                return deny(Self.schemaChange)
+            }
             if trigger == nil, lower.hasPrefix("accountd_") || lower.hasPrefix("sqlite_") {
                 return deny("writing table \(table) is not allowed: accountd_* and sqlite_* tables belong to the daemon and SQLite")
             }
@@ -79,7 +85,7 @@ struct StatementGuard {
             // Every CREATE, DROP and ALTER (tables, indexes, views, triggers, virtual tables):
             // this reason wins over the write to sqlite_master that a DROP reports first.
             refusal = nil
-            return deny("schema changes (CREATE, DROP, ALTER) are not allowed: the schema belongs to the bundle; ship a migration instead")
+            return deny(Self.schemaChange)
         }
     }
 

@@ -72,6 +72,8 @@ import Testing
         #expect(info.error == nil && info.parameters["rowCount"] == 4, "\(info.parameters)")
         let version = try client.callOne(DataCalls.query("alice", "PRAGMA user_version"))
         #expect(version.parameters["rows"] == [[3]], "\(version.parameters)")
+        let columns = try client.callOne(DataCalls.query("alice", "SELECT group_concat(name) FROM pragma_table_info('user_info')"))
+        #expect(columns.parameters["rows"] == [["user_id,user_name,age,sex"]], "\(columns.parameters)")
         let prefs = try client.callOne(DataCalls.query("alice", "SELECT count(*) FROM accountd_prefs"))
         #expect(prefs.parameters["rows"] == [[1]], "\(prefs.parameters)")
     }

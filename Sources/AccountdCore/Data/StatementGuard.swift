@@ -62,7 +62,11 @@ struct StatementGuard {
             let table = first ?? ""
             let lower = table.lowercased()
             if ["sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"].contains(lower) {
-                // What CREATE, DROP and ALTER write first, before the authorizer hears of the DDL itself.
+                // SQLite reports an UPDATE of the schema table when a table-valued pragma
+                // (pragma_table_info) is first read; it refuses every UPDATE of it through SQL
+                // itself (and SQLITE_DBCONFIG_DEFENSIVE too), so that one is let through. An
+                // INSERT or DELETE is what CREATE and DROP report first, before the DDL itself.
+                if action == SQLITE_UPDATE { return SQLITE_OK }
                 return deny(Self.schemaChange)
             }
             if trigger == nil, lower.hasPrefix("accountd_") || lower.hasPrefix("sqlite_") {

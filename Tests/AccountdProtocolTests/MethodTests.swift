@@ -12,18 +12,18 @@ struct MethodTests {
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
             "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Plan", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
-            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull",
+            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull", "Query", "Execute",
         ])
     }
 
     @Test func adminMethods() {
         #expect(Set(Method.allCases.filter(\.requiresAdmin)) ==
-            [.switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull])
+            [.switchAccount, .export, .verify, .plan, .snapshots, .restore, .snapshot, .remove, .migrate, .set, .delete, .pull, .execute])
     }
 
     @Test func streaming() {
         #expect(Method.allCases.filter { $0.streaming == .required } == [.list, .export, .watch])
-        #expect(Method.allCases.filter { $0.streaming == .optional } == [.switchAccount, .migrate])
+        #expect(Method.allCases.filter { $0.streaming == .optional } == [.switchAccount, .migrate, .query])
     }
 
     @Test("Unknown names are nil", arguments: ["", "Status", "io.accountd.status", "io.accountd.", "IO.ACCOUNTD.Status", "x.io.accountd.Status"])

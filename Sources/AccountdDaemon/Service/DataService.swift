@@ -89,6 +89,8 @@ final class DataService: Sendable {
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
             var broken = true
             defer {
+                // The statement is reset before its read transaction ends.
+                connection.finish()
                 connection.endRead()
                 connections.giveBack(connection, account: account, broken: broken)
             }

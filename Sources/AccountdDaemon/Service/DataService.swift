@@ -13,9 +13,9 @@ import Logging
 ///
 /// - An `Execute` runs under the account's lock on a pool thread, in one `BEGIN IMMEDIATE`
 ///   transaction committed with `synchronous = FULL`, and is answered after the commit.
-/// - A `Query` takes the account's lock only to check the file and begin its read
-///   transaction (which fixes its WAL snapshot), then reads on a read-only connection without
-///   the lock: a long read never holds up a writer or a migration, and sees the file as it was.
+/// - A `Query` takes no lock: it reads on a read-only connection in one read transaction,
+///   one WAL snapshot. A migration is one transaction, so the snapshot has the file before
+///   it or after it, never between; a long read never holds up a writer or a migration.
 ///
 /// Statements are guarded (``StatementGuard``), stopped at `limits.queryTimeoutMs` and when
 /// their client goes away. Connections stay open between requests (``SQLConnectionCache``).
@@ -63,7 +63,7 @@ final class DataService: Sendable {
         let account = try target(account)
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: gone)
-        let done = try await usable(account) { store, _ in
+        let done = try await usable(account, locked: true) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
             var broken = false
             defer { connections.giveBack(connection, account: account, broken: broken) }
@@ -85,7 +85,7 @@ final class DataService: Sendable {
         let account = try target(account)
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: sink.isGone)
-        return try await usable(account) { store, hold in
+        return try await usable(account, locked: false) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
             var broken = true
             defer {
@@ -95,8 +95,6 @@ final class DataService: Sendable {
                 connections.giveBack(connection, account: account, broken: broken)
             }
             try connection.beginRead()
-            // The snapshot is fixed: the account is free for writers and migrations again.
-            hold.release()
             var sink = sink
             let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
             let result = try sink.run(cursor, connection: connection)
@@ -105,21 +103,31 @@ final class DataService: Sendable {
         }
     }
 
-    /// Runs `body` on a pool thread, holding `account`, once the store finds its file usable;
-    /// an outdated file is migrated first (at most twice, should the bundle change meanwhile).
+    /// Runs `body` on a pool thread once the store finds the file usable; an outdated file is
+    /// migrated first (at most twice, should the bundle change meanwhile).
+    ///
+    /// With `locked`, the check and `body` run holding the account (an `Execute`). Without, no
+    /// lock is taken (a `Query`): a file found at the bundle's version (or a compatible newer
+    /// one) has no migration to run, and the read transaction `body` begins holds one WAL
+    /// snapshot, from before a restore or after it, never between.
     private func usable<T: Sendable>(
-        _ account: AccountName, _ body: @escaping @Sendable (AccountStore, AccountHold) throws -> T
+        _ account: AccountName, locked: Bool, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
         let timeoutMs = limits.timeoutMs
         for _ in 0..<3 {
             let store = stores.current
-            let hold = try await store.hold(account)
-            defer { hold.release() }
+            let hold = locked ? try await store.hold(account) : nil
+            defer { hold?.release() }
             let result: T? = try await pool.run {
                 do {
+                    guard let hold else {
+                        try store.root.refuseLinkedFolders(account)
+                        guard try store.usableState(account) != .outdated else { return nil }
+                        return try body(store)
+                    }
                     return try store.withAccount(account, holding: hold) { () throws -> T? in
                         guard try store.usableState(account) != .outdated else { return nil }
-                        return try body(store, hold)
+                        return try body(store)
                     }
                 } catch is SQLStopped {
                     throw ClientGone()
@@ -131,7 +139,7 @@ final class DataService: Sendable {
                 }
             }
             if let result { return result }
-            hold.release()
+            hold?.release()
             _ = try await switching.migrateOne(account)
         }
         throw AccountdError(.accountBusy, "account \(account) kept changing versions while a statement waited for it; retry", account: account.rawValue)

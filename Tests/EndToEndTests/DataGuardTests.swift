@@ -30,7 +30,7 @@ import Testing
         let daemon = try DataCalls.daemonWithAlice(dir)
         let client = try daemon.client()
         let path = daemon.accountPath("alice")
-        let contents = try DataCalls.contents(path)
+        let contents = try DataCalls.contents(client)
         let bytes = try DataCalls.bytes(path)
         for sql in Self.refusedInExecute {
             // After a statement that changes a row, so that a refusal must undo it too.
@@ -40,7 +40,7 @@ import Testing
             if error == .statementNotAllowed { #expect(reply.parameters["statement"] == .string(sql), "\(sql)") }
             #expect(try DataCalls.bytes(path) == bytes, "\(sql) changed the file")
         }
-        #expect(try DataCalls.contents(path) == contents)
+        #expect(try DataCalls.contents(client) == contents)
         #expect(!FileManager.default.fileExists(atPath: "/tmp/accountd-vacuum-into.db"))
         #expect(!FileManager.default.fileExists(atPath: "/tmp/accountd-attach.db"))
     }
@@ -83,7 +83,7 @@ import Testing
         let daemon = try DataCalls.daemonWithAlice(dir)
         let client = try daemon.client()
         let path = daemon.accountPath("alice")
-        let contents = try DataCalls.contents(path)
+        let contents = try DataCalls.contents(client)
         let reply = try client.callOne(
             DataCalls.execute(
                 "alice",
@@ -95,7 +95,7 @@ import Testing
         #expect(reply.error == .sqlError, "\(reply.parameters)")
         #expect(reply.parameters["code"] == 1555, "SQLITE_CONSTRAINT_PRIMARYKEY: \(reply.parameters)")
         #expect(reply.parameters["statement"] == "INSERT INTO user_info(user_id, user_name) VALUES (10, 'twice')")
-        #expect(try DataCalls.contents(path) == contents)
+        #expect(try DataCalls.contents(client) == contents)
         // The connection is fine for the next request.
         let next = try client.callOne(DataCalls.execute("alice", [("INSERT INTO user_info(user_id, user_name) VALUES (10, 'one')", [])]))
         #expect(next.parameters["results"] == [["changes": 1, "lastInsertRowid": 10]], "\(next.parameters)")

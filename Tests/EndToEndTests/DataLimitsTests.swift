@@ -15,7 +15,7 @@ import Testing
         let daemon = try DataCalls.daemonWithAlice(dir, environment: ["ACCOUNTD_LIMITS_QUERY_TIMEOUT_MS": "500"])
         let client = try daemon.client()
         let path = daemon.accountPath("alice")
-        let contents = try DataCalls.contents(path)
+        let contents = try DataCalls.contents(client)
 
         let started = Date()
         let reply = try client.callOne(DataCalls.query("alice", Self.forever))
@@ -32,7 +32,7 @@ import Testing
                     ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) INSERT INTO app_data(key) SELECT n FROM r", []),
                 ]))
         #expect(write.error == .queryTimeout, "\(write.parameters)")
-        #expect(try DataCalls.contents(path) == contents, "nothing of the stopped Execute was kept")
+        #expect(try DataCalls.contents(client) == contents, "nothing of the stopped Execute was kept")
         // The connection and the account serve the next request at once.
         #expect(try client.callOne(DataCalls.query("alice", "SELECT count(*) FROM user_info")).parameters["rows"] == [[2]])
     }

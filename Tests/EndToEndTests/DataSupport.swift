@@ -27,9 +27,18 @@ enum DataCalls {
         return line("Query", parameters, more: more)
     }
 
-    /// What `sqlite3` sees in `user_info`, and the schema and version: what a refusal must leave as it was.
-    static func contents(_ path: String) throws -> String {
-        try E2E.sql(path, "SELECT * FROM user_info ORDER BY user_id; SELECT sql FROM sqlite_master ORDER BY name; PRAGMA user_version;")
+    /// The rows of `user_info` and `app_data`, the schema and the version, read through the
+    /// daemon: what a refusal must leave as it was. (Not with the `sqlite3` shell: while the
+    /// daemon has the file open, another process's connection must not be the one to close it.)
+    static func contents(_ client: RawClient, _ account: String = "alice") throws -> [JSONValue] {
+        try [
+            "SELECT * FROM user_info ORDER BY user_id", "SELECT * FROM app_data ORDER BY key",
+            "SELECT type, name, sql FROM sqlite_master ORDER BY name", "PRAGMA user_version",
+        ].map { sql in
+            let reply = try client.callOne(query(account, sql))
+            try #require(reply.error == nil, "\(sql): \(reply.parameters)")
+            return reply.parameters["rows"] ?? .null
+        }
     }
 
     /// The bytes of the account file and its WAL, as hashes; a missing WAL counts as an

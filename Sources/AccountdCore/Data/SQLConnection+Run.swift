@@ -74,43 +74,4 @@ extension SQLConnection {
         for statement in cachedHandles { sqlite3_reset(statement) }
         end()
     }
-
-    /// Runs `statements` in one transaction, committed with `synchronous = FULL` before it
-    /// returns; on any failure nothing of them is kept.
-    ///
-    /// - Returns: what each statement did, and the tables they wrote (triggers' included).
-    /// - Throws: `StatementNotAllowed`, `SQLError`, `QueryTimeout`, `InvalidParameter`, or
-    ///   ``SQLStopped``; the file is then as it was.
-    public func execute(
-        _ statements: [SQLStatement], deadline: ContinuousClock.Instant?, stop: SQLStop?
-    ) throws -> (results: [ExecuteReply.Result], tables: Set<String>) {
-        begin(deadline: deadline, stop: stop)
-        defer { finish() }
-        try run("BEGIN IMMEDIATE")
-        do throws(any Error) {
-            var results: [ExecuteReply.Result] = []
-            var tables: Set<String> = []
-            for statement in statements {
-                let compiled = try compile(statement.sql, mode: .execute)
-                try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
-                guardState.reset(.execute)
-                var code = sqlite3_step(compiled.handle)
-                while code == SQLITE_ROW { code = sqlite3_step(compiled.handle) }
-                guard code == SQLITE_DONE else {
-                    if interruption == .stopped { throw SQLStopped() }
-                    throw failure(code, statement: statement.sql)
-                }
-                sqlite3_reset(compiled.handle)
-                results.append(ExecuteReply.Result(changes: sqlite3_changes64(handle), lastInsertRowid: sqlite3_last_insert_rowid(handle)))
-                tables.formUnion(compiled.written)
-            }
-            // The commit is never interrupted: the statements are done.
-            end()
-            try run("COMMIT")
-            return (results, tables)
-        } catch {
-            if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
-            throw error
-        }
-    }
 }

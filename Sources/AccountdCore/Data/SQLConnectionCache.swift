@@ -27,7 +27,12 @@ public final class SQLConnectionCache: Sendable {
         /// For accounts with connections in use: the generation of their last ``close(_:)``.
         var closedAt: [AccountName: UInt64] = [:]
         var inUse: [AccountName: Int] = [:]
+        /// Accounts whose files the store found usable, under which bundle target, and which file.
+        var checked: [AccountName: (target: Int, identity: FileIdentity)] = [:]
     }
+
+    /// How many accounts' checks are remembered; past it they are all forgotten (and made again).
+    static let checkedLimit = 4096
 
     private let state = Mutex(State())
 
@@ -90,9 +95,27 @@ public final class SQLConnectionCache: Sendable {
         for connection in closing { connection.close() }
     }
 
+    /// Whether the store found `account`'s file at `path` usable under a bundle at `target`,
+    /// and the file is still the one it checked (no migration, restore or removal since: each
+    /// calls ``close(_:)`` first). Then a request needs no new check; two `lstat` calls.
+    public func isChecked(_ account: AccountName, target: Int, path: String) -> Bool {
+        guard let identity = FileIdentity(path: path) else { return false }
+        return state.withLock { $0.checked[account].map { $0.target == target && $0.identity == identity } ?? false }
+    }
+
+    /// Remembers that the store found `account`'s file at `path` usable under a bundle at `target`.
+    public func markChecked(_ account: AccountName, target: Int, path: String) {
+        guard let identity = FileIdentity(path: path) else { return }
+        state.withLock { state in
+            if state.checked.count >= Self.checkedLimit { state.checked.removeAll() }
+            state.checked[account] = (target, identity)
+        }
+    }
+
     /// Closes `account`'s idle connections; those in use close when given back.
     public func close(_ account: AccountName) {
         let closing = state.withLock { state -> [SQLConnection] in
+            state.checked[account] = nil
             state.generation += 1
             if state.inUse[account] != nil { state.closedAt[account] = state.generation }
             var closing: [SQLConnection] = []
@@ -112,6 +135,7 @@ public final class SQLConnectionCache: Sendable {
             defer {
                 state.idle.removeAll()
                 state.count = 0
+                state.checked.removeAll()
             }
             return state.idle.values.flatMap { $0 }
         }

@@ -37,6 +37,7 @@ final class DataService: Sendable {
     private let connections: SQLConnectionCache
     private let pool: BlockingPool
     private let hub: EventHub
+    private let batches = ExecuteBatches()
 
     init(limits: Limits, stores: Reloadable<AccountStore>, switching: SwitchService, connections: SQLConnectionCache, pool: BlockingPool, hub: EventHub) {
         self.limits = limits
@@ -57,25 +58,47 @@ final class DataService: Sendable {
 
     /// Runs `statements` in one durable transaction and tells watchers which tables changed.
     ///
+    /// Concurrent `Execute`s on one account share a transaction and its sync, each all or
+    /// nothing within it (``SQLConnection/execute(batch:timeout:)``); each is answered once
+    /// that transaction is committed.
+    ///
     /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
     ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
     func execute(_ account: AccountName?, _ statements: [SQLStatement], gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
         let account = try target(account)
-        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
-        let stop = SQLStop(gone: gone)
-        let done = try await usable(account, locked: true) { store in
-            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
-            var broken = false
-            defer { connections.giveBack(connection, account: account, broken: broken) }
-            do {
-                return try connection.execute(statements, deadline: .now + timeout, stop: stop)
-            } catch let error as ProtocolError where error.name == .sqlError {
-                broken = Self.isFatal(error)
-                throw error
+        let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
+        let done: SQLConnection.Executed = try await withCheckedThrowingContinuation { continuation in
+            let waiter = ExecuteBatches.Waiter(work: work) { continuation.resume(with: $0) }
+            if batches.add(waiter, for: account) {
+                Task { await self.drain(account) }
             }
         }
         if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
         return ExecuteReply(results: done.results)
+    }
+
+    /// Commits the account's waiting `Execute`s, a batch per transaction, until none waits.
+    private func drain(_ account: AccountName) async {
+        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        while true {
+            let batch = batches.next(for: account)
+            if batch.isEmpty { return }
+            let outcomes: [Result<SQLConnection.Executed, any Error>]
+            do {
+                outcomes = try await usable(account, locked: true) { store in
+                    let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+                    let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
+                    let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
+                    connections.giveBack(connection, account: account, broken: broken)
+                    return outcomes
+                }
+            } catch {
+                outcomes = Array(repeating: .failure(error), count: batch.count)
+            }
+            for (waiter, outcome) in zip(batch, outcomes) {
+                waiter.answer(outcome.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) })
+            }
+        }
     }
 
     /// Runs `statement` and hands its rows to `sink` on a pool thread; see ``QuerySink``.
@@ -113,29 +136,31 @@ final class DataService: Sendable {
     private func usable<T: Sendable>(
         _ account: AccountName, locked: Bool, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
-        let timeoutMs = limits.timeoutMs
+        let (timeoutMs, connections) = (limits.timeoutMs, connections)
         for _ in 0..<3 {
             let store = stores.current
             let hold = locked ? try await store.hold(account) : nil
             defer { hold?.release() }
             let result: T? = try await pool.run {
                 do {
+                    // The decision table, unless this file was found usable under this bundle
+                    // already and nothing replaced or migrated it since.
+                    func check() throws -> Bool {
+                        let path = store.root.accountPath(account)
+                        if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
+                        guard try store.usableState(account) != .outdated else { return false }
+                        connections.markChecked(account, target: store.targetVersion, path: path)
+                        return true
+                    }
                     guard let hold else {
                         try store.root.refuseLinkedFolders(account)
-                        guard try store.usableState(account) != .outdated else { return nil }
-                        return try body(store)
+                        return try check() ? try body(store) : nil
                     }
                     return try store.withAccount(account, holding: hold) { () throws -> T? in
-                        guard try store.usableState(account) != .outdated else { return nil }
-                        return try body(store)
+                        try check() ? try body(store) : nil
                     }
-                } catch is SQLStopped {
-                    throw ClientGone()
-                } catch let error as ProtocolError where error.name == .queryTimeout {
-                    throw ProtocolError(
-                        .queryTimeout,
-                        "a statement on account \(account) ran longer than limits.queryTimeoutMs (\(timeoutMs) ms) and was stopped; nothing it did was kept. Narrow the statement (an index, a LIMIT) or raise the limit",
-                        facts: [("timeoutMs", JSONValue(timeoutMs))])
+                } catch {
+                    throw Self.wire(error, account: account, timeoutMs: timeoutMs)
                 }
             }
             if let result { return result }
@@ -143,6 +168,22 @@ final class DataService: Sendable {
             _ = try await switching.migrateOne(account)
         }
         throw AccountdError(.accountBusy, "account \(account) kept changing versions while a statement waited for it; retry", account: account.rawValue)
+    }
+
+    /// `error` as it goes to the client: ``ClientGone`` for a statement stopped because its
+    /// client left, `QueryTimeout` with the limit and what to do.
+    private static func wire(_ error: any Error, account: AccountName, timeoutMs: Int) -> any Error {
+        switch error {
+        case is SQLStopped:
+            return ClientGone()
+        case let error as ProtocolError where error.name == .queryTimeout:
+            return ProtocolError(
+                .queryTimeout,
+                "a statement on account \(account) ran longer than limits.queryTimeoutMs (\(timeoutMs) ms) and was stopped; nothing it did was kept. Narrow the statement (an index, a LIMIT) or raise the limit",
+                facts: [("timeoutMs", JSONValue(timeoutMs))])
+        default:
+            return error
+        }
     }
 
     /// Whether an error leaves the connection unfit for the next request (the file is not a

@@ -51,3 +51,33 @@ import Testing
         #expect(try E2E.userVersion(daemon.accountPath("alice")) == 3)
     }
 }
+
+/// The connections kept open between requests follow the file: after a restore a Query reads
+/// the restored rows, after a removal it is refused.
+@Suite struct DataConnectionLifecycleTests {
+    @Test func restoreAndRemoveAreSeenAtOnce() throws {
+        let dir = TestDirectory()
+        let daemon = try DataCalls.daemonWithAlice(dir)
+        let client = try daemon.client()
+        #expect(try client.callOne("switch bob").error == nil, "alice is not active, so she may be removed")
+        let count = "SELECT count(*) FROM user_info"
+        #expect(try client.callOne(DataCalls.query("alice", count)).parameters["rows"] == [[2]])
+        let snapshot = try client.callOne(#"{"method":"io.accountd.Snapshot","parameters":{"account":"alice"}}"#)
+        let name = try #require(snapshot.parameters["snapshot"]?.stringValue, "\(snapshot.parameters)")
+        #expect(try client.callOne(DataCalls.execute("alice", [("DELETE FROM user_info", [])])).error == nil)
+        #expect(try client.callOne(DataCalls.query("alice", count)).parameters["rows"] == [[0]])
+
+        let restored = try client.callOne(DataCalls.line("Restore", [("account", "alice"), ("snapshot", .string(name))]))
+        #expect(restored.error == nil, "\(restored.parameters)")
+        #expect(try client.callOne(DataCalls.query("alice", count)).parameters["rows"] == [[2]], "a Query reads the restored file")
+        let write = try client.callOne(DataCalls.execute("alice", [("INSERT INTO user_info(user_name) VALUES ('after')", [])]))
+        #expect(write.error == nil, "\(write.parameters)")
+        #expect(try client.callOne(DataCalls.query("alice", count)).parameters["rows"] == [[3]])
+
+        let removed = try client.callOne(DataCalls.line("Remove", [("account", "alice")]))
+        #expect(removed.error == nil, "\(removed.parameters)")
+        #expect(try client.callOne(DataCalls.query("alice", count)).error == .accountNotFound)
+        #expect(try client.callOne(DataCalls.execute("alice", [("DELETE FROM user_info", [])])).error == .accountNotFound)
+        #expect(!FileManager.default.fileExists(atPath: daemon.accountPath("alice")))
+    }
+}

@@ -11,8 +11,10 @@ import Logging
 /// brought to the bundle's version (as `Migrate` does), so no statement ever sees an old or
 /// half-migrated schema.
 ///
-/// - An `Execute` runs under the account's lock on a pool thread, in one `BEGIN IMMEDIATE`
+/// - An `Execute` runs under the account's lock on a pool thread, in a `BEGIN IMMEDIATE`
 ///   transaction committed with `synchronous = FULL`, and is answered after the commit.
+///   Concurrent ones on one account share that transaction (``ExecuteBatches``), each all or
+///   nothing within it.
 /// - A `Query` takes no lock: it reads on a read-only connection in one read transaction,
 ///   one WAL snapshot. A migration is one transaction, so the snapshot has the file before
 ///   it or after it, never between; a long read never holds up a writer or a migration.

@@ -38,23 +38,6 @@ extension SQLConnection {
         }
     }
 
-    /// Begins a read transaction, which fixes the snapshot every statement until ``endRead()``
-    /// sees: call it while holding the account, so that no migration is half done in it.
-    public func beginRead() throws(ProtocolError) {
-        try run("BEGIN DEFERRED")
-        do {
-            try run("SELECT count(*) FROM sqlite_master")
-        } catch {
-            endRead()
-            throw error
-        }
-    }
-
-    /// Ends the read transaction, whatever state it is in.
-    public func endRead() {
-        if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
-    }
-
     /// A cursor over `statement`, which must only read.
     ///
     /// - Parameters:

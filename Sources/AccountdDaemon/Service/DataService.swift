@@ -112,19 +112,18 @@ final class DataService: Sendable {
         let stop = SQLStop(gone: sink.isGone)
         return try await usable(account, locked: false) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
-            var broken = true
-            defer {
-                // The statement is reset before its read transaction ends.
-                connection.finish()
-                connection.endRead()
-                connections.giveBack(connection, account: account, broken: broken)
+            var broken = false
+            defer { connections.giveBack(connection, account: account, broken: broken) }
+            // The statement's own read transaction is its snapshot: from its first step until
+            // it is reset, whatever commits meanwhile.
+            do {
+                var sink = sink
+                let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
+                return try sink.run(cursor, connection: connection)
+            } catch let error as ProtocolError {
+                broken = Self.isFatal(error)
+                throw error
             }
-            try connection.beginRead()
-            var sink = sink
-            let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
-            let result = try sink.run(cursor, connection: connection)
-            broken = false
-            return result
         }
     }
 
@@ -191,7 +190,7 @@ final class DataService: Sendable {
     /// Whether an error leaves the connection unfit for the next request (the file is not a
     /// database any more, I/O failed): it is then closed rather than kept.
     private static func isFatal(_ error: ProtocolError) -> Bool {
-        guard case .int(let code)? = error[fact: "code"] else { return true }
+        guard error.name == .sqlError, case .int(let code)? = error[fact: "code"] else { return false }
         let primary = code & 0xFF
         return primary == 10 || primary == 11 || primary == 26 || primary == 14  // IOERR, CORRUPT, NOTADB, CANTOPEN
     }

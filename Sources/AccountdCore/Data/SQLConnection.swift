@@ -235,9 +235,9 @@ public final class SQLConnection: @unchecked Sendable {
         ProtocolError(.statementNotAllowed, "statement not allowed: \(reason); the file was not changed", facts: [("statement", .string(quoted(sql)))])
     }
 
-    /// A statement as errors quote it: at most 1,000 characters.
+    /// A statement as errors quote it: at most 1,024 characters.
     static func quoted(_ sql: String) -> String {
-        sql.count <= 1000 ? sql : String(sql.prefix(1000)) + "…"
+        sql.count <= 1024 ? sql : String(sql.prefix(1024)) + "…"
     }
 }
 

@@ -91,4 +91,34 @@ import Testing
         let bounded = try client.call(DataCalls.query("alice", sql, maxRows: 20, more: true))
         #expect(bounded.last?.parameters == ["rowCount": 20, "truncated": true])
     }
+
+    @Test func aClientThatDoesNotReadHoldsACursorNotTheResult() throws {
+        let dir = TestDirectory()
+        let daemon = try DataCalls.daemonWithAlice(dir, environment: ["ACCOUNTD_LIMITS_QUERY_TIMEOUT_MS": "60000"])
+        let client = try daemon.client()
+        let insert = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) INSERT INTO app_data(key, value) SELECT i, printf('%0100d', i) FROM n"
+        #expect(try client.callOne(DataCalls.execute("alice", [(insert, [])])).error == nil)
+        let pid = daemon.process.processIdentifier
+        let before = try #require(Hostile.rssKiB(pid))
+
+        // About 25 MB of replies, asked for and not read for a while.
+        let reader = try daemon.client()
+        try reader.send(DataCalls.query("alice", "SELECT key, value FROM app_data", more: true) + "\n")
+        Thread.sleep(forTimeInterval: 2)
+        let during = try #require(Hostile.rssKiB(pid))
+        #expect(during - before < 12_000, "the daemon grew by \(during - before) KiB while its client did not read")
+        // Other requests are answered meanwhile.
+        #expect(try client.callOne(DataCalls.query("alice", "SELECT count(*) FROM app_data")).parameters["rows"] == [[200000]])
+
+        var rows = 0
+        while true {
+            let reply = try reader.readReply()
+            rows += reply.parameters["rows"]?.arrayValue?.count ?? 0
+            if !reply.continues {
+                #expect(reply.parameters == ["rowCount": 200000, "truncated": false])
+                break
+            }
+        }
+        #expect(rows == 200000)
+    }
 }

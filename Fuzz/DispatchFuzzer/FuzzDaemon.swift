@@ -37,7 +37,10 @@ final class FuzzDaemon {
         let metrics = DaemonMetrics()
         preferences = try PreferenceService(
             declarations: Self.namespaces, root: store.root, hub: hub, groupCommit: true, pool: pool, metrics: metrics)
-        services = Services(stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        // Short limits: an input that runs a statement for long costs the fuzzer 50 ms, not 5 s.
+        services = Services(
+            stores: Reloadable(store), preferences: preferences, pool: pool, hub: hub, metrics: metrics,
+            sqlLimits: DataService.Limits(timeoutMs: 50, maxRows: 100), logger: logger)
         dispatcher = Dispatcher(
             services: services, policy: Reloadable(AccessPolicy(adminUsers: [], adminGroups: [])), logger: logger, migrateConcurrency: 2)
     }

@@ -12,7 +12,7 @@ struct ReplyInvariants {
             ErrorName.invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive, .migrationFailed,
             .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied, .requestTooLarge,
             .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError, .methodNotFound,
-            .invalidParameter, .expectedMore,
+            .invalidParameter, .expectedMore, .statementNotAllowed, .sqlError, .queryTimeout,
         ].map(\.rawValue))
 
     /// What SQL looks like (as in `SecurityTests.sqlShapes`); none of it may reach a client in an error.

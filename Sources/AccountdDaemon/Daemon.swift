@@ -54,7 +54,8 @@ public enum Daemon {
         let replication = ReplicationService(settings: nil, root: root, logger: logger)
         try replication.apply(settings.replication)
         let services = Services(
-            stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication, logger: logger)
+            stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication,
+            sqlLimits: DataService.Limits(timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows), logger: logger)
         let switching = services.switching
         let systemd = SystemdStatus(active: { switching.active })
         hub.listen(systemd.handle)

@@ -41,6 +41,14 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let tooManyConnections = accountd("TooManyConnections")
     /// A snapshot named in `Restore` does not exist.
     public static let snapshotNotFound = accountd("SnapshotNotFound")
+    /// `Query` or `Execute` was given a statement its guard refuses (DDL, ATTACH, a pragma that
+    /// changes state, a write to `accountd_*` or `sqlite_*`, transaction control, or a write in
+    /// a `Query`); the file is unchanged.
+    public static let statementNotAllowed = accountd("StatementNotAllowed")
+    /// SQLite refused or failed a statement of `Query` or `Execute`: its message and extended result code.
+    public static let sqlError = accountd("SQLError")
+    /// A statement ran longer than `limits.queryTimeoutMs` and was interrupted; nothing of an `Execute` was kept.
+    public static let queryTimeout = accountd("QueryTimeout")
     /// Something failed inside the daemon; the details are in its log, never on the wire.
     public static let internalError = accountd("InternalError")
 
@@ -55,5 +63,6 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
         .invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive,
         .migrationFailed, .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied,
         .requestTooLarge, .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError, .accountExists,
+        .statementNotAllowed, .sqlError, .queryTimeout,
     ]
 }

@@ -21,6 +21,8 @@ public enum Method: String, CaseIterable, Sendable {
     case metrics = "Metrics"
     case replication = "Replication"
     case pull = "Pull"
+    case query = "Query"
+    case execute = "Execute"
 
     /// The interface every method belongs to.
     public static let interface = "io.accountd"
@@ -59,8 +61,8 @@ public enum Method: String, CaseIterable, Sendable {
     public var access: Access {
         switch self {
         case .info, .ping, .metrics, .list, .watch, .replication: .open
-        case .status, .get, .keys, .export: .read
-        case .switchAccount, .set, .delete, .snapshot: .write
+        case .status, .get, .keys, .export, .query: .read
+        case .switchAccount, .set, .delete, .snapshot, .execute: .write
         case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull: .admin
         }
     }
@@ -71,7 +73,7 @@ public enum Method: String, CaseIterable, Sendable {
     public var streaming: Streaming {
         switch self {
         case .list, .export, .watch: .required
-        case .switchAccount, .migrate: .optional
+        case .switchAccount, .migrate, .query: .optional
         default: .never
         }
     }
@@ -94,6 +96,8 @@ public enum Method: String, CaseIterable, Sendable {
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]
+        case .query: ["account", "sql", "parameters", "maxRows"]
+        case .execute: ["account", "statements"]
         }
     }
 

@@ -156,6 +156,15 @@ public struct Request: Sendable {
                 throw .invalidParameter("details", "'list' takes only the word 'details'")
             }
             pairs = given.isEmpty ? [] : [("details", .bool(true))]
+        case .query, .execute:
+            // query SQL / execute SQL: the SQL is the rest of the line, on the active account, without parameters.
+            guard let rest = words.rest() else {
+                throw .invalidParameter("sql", "'\(method.rawValue.lowercased())' takes SQL, the rest of the line, e.g. query SELECT count(*) FROM notes")
+            }
+            let text = String(Substring(rest))
+            pairs =
+                method == .query
+                ? [("sql", .string(text))] : [("statements", .array([.object([("sql", .string(text))])]))]
         case .migrate:
             let given = words.remaining()
             pairs = given == ["--all"] ? [("all", .bool(true))] : [("accounts", .array(given.map { .string($0) }))]

@@ -15,7 +15,7 @@ struct WatchCommand: AsyncParsableCommand {
         abstract: "Print the daemon's events as they happen, until interrupted.",
         discussion: """
             One line per event: the local time, the event (switched, migration, \
-            changed, failed or missed), then its fields as key=value. With --json, each event's raw \
+            changed, data, failed or missed), then its fields as key=value. With --json, each event's raw \
             parameters. Every line is flushed at once, so the output can be piped. \
             Stop it with Ctrl-C.
             """)

@@ -77,7 +77,12 @@ import Testing
                 WatchEvent.changed(.init(namespace: "user", key: "theme", scope: "account", account: "alice", value: "dark", deleted: false)),
                 WatchEvent.failed(.init(account: "alice", error: "io.accountd.MigrationFailed", message: "no", version: 3)),
                 WatchEvent.missed(count: 3),
+                WatchEvent.data(account: "alice", tables: ["notes"]),
             ],
+            .query: [
+                QueryReply(columns: ["id"], rows: [[.integer(1)]], rowCount: 1, truncated: false)
+            ],
+            .execute: [ExecuteReply(results: [.init(changes: 1, lastInsertRowid: 1)])],
         ]
     }()
 
@@ -121,6 +126,9 @@ import Testing
         #expect(Set(try #require(interface.types["ExportFormat"])) == Set(ExportFormat.allCases.map(\.rawValue)))
         let replicated = ReplicationAccount(account: "a", replicated: true, status: "replicating", lastSyncAt: "t", secondsBehind: 1)
         #expect(Set(try #require(interface.types["ReplicationAccount"])) == keys(replicated.parameters))
+        #expect(Set(try #require(interface.types["Statement"])) == keys(SQLStatement(sql: "s", parameters: .positional([.null])).json))
+        let result = ExecuteReply(results: [.init(changes: 1, lastInsertRowid: 2)]).parameters["results"]?.arrayValue?.first ?? .null
+        #expect(Set(try #require(interface.types["StatementResult"])) == keys(result))
     }
 
     @Test func everyErrorIsDeclared() throws {

@@ -36,7 +36,44 @@ struct CommandCodecTests {
         .set(PreferenceKey(namespace: "user", key: "lang", account: alice), value: 0),
         .delete(theme), .delete(PreferenceKey(namespace: "user", key: "theme", account: alice)),
         .keys(namespace: "user", account: nil), .keys(namespace: "user", account: bob),
+        .query(account: nil, statement: SQLStatement(sql: "SELECT 1"), maxRows: nil),
+        .query(
+            account: alice,
+            statement: SQLStatement(
+                sql: "SELECT ?, ?, ?, ?, ?", parameters: .positional([.null, .integer(.min), .real(-0.0), .text("a\u{0}b"), .blob([0, 255])])),
+            maxRows: 5),
+        .query(account: nil, statement: SQLStatement(sql: "SELECT :a", parameters: .named(["a": .integer(1), "$b": .blob([])])), maxRows: 0),
+        .execute(account: nil, statements: [SQLStatement(sql: "DELETE FROM t")]),
+        .execute(
+            account: bob,
+            statements: [
+                SQLStatement(sql: "INSERT INTO t VALUES (?)", parameters: .positional([.integer(.max)])),
+                SQLStatement(sql: "UPDATE t SET x = :x", parameters: .named(["x": .real(1e300)])),
+            ]),
     ]
+
+    @Test("Query and Execute parameters are refused with the parameter named", arguments: [
+        (#"{"method":"io.accountd.Query","parameters":{}}"#, "sql"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"  "}}"#, "sql"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT ?","parameters":"x"}}"#, "parameters"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT ?","parameters":[[1]]}}"#, "parameters[0]"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT ?","parameters":[{"base64":"!!"}]}}"#, "parameters[0]"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT ?","parameters":[{"hex":"00"}]}}"#, "parameters[0]"),
+        (#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT 1","maxRows":-1}}"#, "maxRows"),
+        (#"{"method":"io.accountd.Execute","parameters":{}}"#, "statements"),
+        (#"{"method":"io.accountd.Execute","parameters":{"statements":[]}}"#, "statements"),
+        (#"{"method":"io.accountd.Execute","parameters":{"statements":["DELETE FROM t"]}}"#, "statements"),
+        (#"{"method":"io.accountd.Execute","parameters":{"statements":[{"sql":"x","params":[]}]}}"#, "statements"),
+        (#"{"method":"io.accountd.Execute","parameters":{"statements":[{"sql":"x"},{"parameters":[]}]}}"#, "statements[1].sql"),
+    ])
+    func badSQLParameters(line: String, parameter: String) throws {
+        let request = try #require(try Request.decode(Array(line.utf8)))
+        #expect {
+            _ = try Command(request)
+        } throws: { error in
+            (error as? ProtocolError)?.name == .invalidParameter && (error as? ProtocolError)?[fact: "parameter"] == .string(parameter)
+        }
+    }
 
     @Test func theCasesCoverEveryMethod() {
         #expect(Set(Self.commands.map(\.method)) == Set(Method.allCases))

@@ -12,7 +12,7 @@ struct MethodTests {
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
             "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Plan", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
-            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull",
+            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull", "Query", "Execute",
         ])
     }
 
@@ -20,14 +20,14 @@ struct MethodTests {
     /// stay admin-only; the others are open, or need a read or a write grant.
     @Test func adminMethods() {
         #expect(Set(Method.allCases.filter(\.requiresAdmin)) == [.verify, .plan, .snapshots, .restore, .remove, .migrate, .pull])
-        #expect(Set(Method.allCases.filter { $0.access == .read }) == [.status, .get, .keys, .export])
-        #expect(Set(Method.allCases.filter { $0.access == .write }) == [.switchAccount, .set, .delete, .snapshot])
+        #expect(Set(Method.allCases.filter { $0.access == .read }) == [.status, .get, .keys, .export, .query])
+        #expect(Set(Method.allCases.filter { $0.access == .write }) == [.switchAccount, .set, .delete, .snapshot, .execute])
         #expect(Set(Method.allCases.filter { $0.access == .open }) == [.info, .ping, .metrics, .list, .watch, .replication])
     }
 
     @Test func streaming() {
         #expect(Method.allCases.filter { $0.streaming == .required } == [.list, .export, .watch])
-        #expect(Method.allCases.filter { $0.streaming == .optional } == [.switchAccount, .migrate])
+        #expect(Method.allCases.filter { $0.streaming == .optional } == [.switchAccount, .migrate, .query])
     }
 
     @Test("Unknown names are nil", arguments: ["", "Status", "io.accountd.status", "io.accountd.", "IO.ACCOUNTD.Status", "x.io.accountd.Status"])

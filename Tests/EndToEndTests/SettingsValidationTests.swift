@@ -50,6 +50,8 @@ import Testing
         BadNumber(yaml: "accounts:\n  snapshotMaxAgeDays: -3\n", key: "accounts.snapshotMaxAgeDays", shown: "-3", range: "from 0 to 36500"),
         BadNumber(yaml: "accounts:\n  migrateConcurrency: 100000\n", key: "accounts.migrateConcurrency", shown: "100000", range: "from 1 to 64"),
         BadNumber(yaml: "limits:\n  maxConnections: 0\n", key: "limits.maxConnections", shown: "0", range: "from 1 to 100000"),
+        BadNumber(yaml: "limits:\n  queryTimeoutMs: 0\n", key: "limits.queryTimeoutMs", shown: "0", range: "from 1 to 3600000"),
+        BadNumber(yaml: "limits:\n  queryMaxRows: -5\n", key: "limits.queryMaxRows", shown: "-5", range: "from 1 to 10000000"),
         BadNumber(yaml: "requests:\n  maxBytes: 1\n", key: "requests.maxBytes", shown: "1", range: "from 64 to 268435456"),
         BadNumber(
             yaml: "replication:\n  litestream:\n    replica: file:///tmp/replica\n    syncIntervalSeconds: .inf\n",

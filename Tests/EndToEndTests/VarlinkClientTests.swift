@@ -50,6 +50,12 @@ struct VarlinkClientTests {
         #expect(out["remove"]?["account"] == "alice" && out["remove"]?["purged"] == false)
         #expect(out["replication"]?["enabled"] == false && out["replication"]?["accounts"]?.arrayValue?.count == 1, "\(out["replication"] ?? .null)")
         #expect(out["oneway"] == .null && out["afterOneway"]?["value"] == 7, "a oneway call has no reply, and it ran")
+        let results = try #require(out["execute"]?["results"]?.arrayValue, "\(out["execute"] ?? .null)")
+        #expect(results.count == 2 && results.allSatisfy { $0["changes"] == 1 }, "\(results)")
+        #expect(out["query"]?["columns"] == ["user_name", "age"], "\(out["query"] ?? .null)")
+        #expect(out["query"]?["rows"] == [["ann", .int(.max)], ["ben", -1]] && out["query"]?["truncated"] == false, "\(out["query"] ?? .null)")
+        let streamed = try #require(out["queryMore"]?.arrayValue)
+        #expect(streamed.first?["columns"] == ["user_name"] && streamed.last?["rowCount"] == 2, "\(streamed)")
 
         // Watch on a connection of its own: a Set and a Switch made on another, as events.
         let changed = try #require(out["watch"]?["changed"], "the watcher saw no change: \(out["watch"] ?? .null)")
@@ -67,6 +73,9 @@ struct VarlinkClientTests {
         #expect(errors["namespaceNotFound"]?["error"] == "io.accountd.NamespaceNotFound")
         #expect(errors["accountActive"]?["error"] == "io.accountd.AccountActive")
         #expect(errors["pullWithoutReplication"]?["error"] == "io.accountd.InvalidRequest")
+        #expect(errors["statementNotAllowed"]?["error"] == "io.accountd.StatementNotAllowed")
+        #expect(errors["statementNotAllowed"]?["parameters"]?["statement"] == "DROP TABLE user_info")
+        #expect(errors["sqlError"]?["error"] == "io.accountd.SQLError" && errors["sqlError"]?["parameters"]?["code"] == 1, "\(errors["sqlError"] ?? .null)")
     }
 
     @Test func theCommandLineToolAsAPersonTypesIt() throws {

@@ -88,6 +88,15 @@ def main(address):
         out["oneway"] = accountd.Set(namespace="user", key="oneway", value=7, account="bob", _oneway=True)
         out["afterOneway"] = accountd.Get(namespace="user", key="oneway", account="bob")
 
+        # An account's own tables: a write, then a read of it, by position and by name.
+        out["execute"] = accountd.Execute(account="bob", statements=[
+            {"sql": "INSERT INTO user_info(user_name, age) VALUES (?, ?)", "parameters": ["ann", 9223372036854775807]},
+            {"sql": "INSERT INTO user_info(user_name, age) VALUES (:name, :age)", "parameters": {"name": "ben", "age": -1}},
+        ])
+        out["query"] = accountd.Query(account="bob", sql="SELECT user_name, age FROM user_info WHERE age <> ? ORDER BY user_id", parameters=[0])
+        out["queryMore"] = list(accountd.Query(account="bob", sql="SELECT user_name FROM user_info ORDER BY user_id", _more=True))
+        error_of("statementNotAllowed", lambda: accountd.Execute(account="bob", statements=[{"sql": "DROP TABLE user_info"}]))
+        error_of("sqlError", lambda: accountd.Query(account="bob", sql="SELECT nope FROM user_info"))
         error_of("accountNotFound", lambda: accountd.Verify(account="nobody"))
         error_of("invalidAccountName", lambda: accountd.Status(account="../x"))
         error_of("expectedMore", lambda: accountd.List())

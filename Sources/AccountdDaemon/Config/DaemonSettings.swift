@@ -26,6 +26,12 @@ public struct DaemonSettings: Sendable {
     /// A connection with no traffic and nothing in progress for this long is closed
     /// (`limits.idleTimeoutSeconds`, default 600; 0 for never).
     public var idleTimeoutSeconds: Double
+    /// A `Query` or `Execute` statement running longer than this many milliseconds is
+    /// interrupted with `QueryTimeout` (`limits.queryTimeoutMs`, default 5000).
+    public var queryTimeoutMs: Int = 5000
+    /// The most rows one `Query` reply without `more` carries; past it the reply says
+    /// `truncated: true` (`limits.queryMaxRows`, default 10000).
+    public var queryMaxRows: Int = 10_000
     /// How long an operation waits for another on the same account (`accounts.lockTimeoutSeconds`).
     public var lockTimeoutSeconds: Double
     /// Snapshots kept per account (`accounts.snapshotsToKeep`).

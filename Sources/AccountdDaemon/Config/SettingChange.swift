@@ -32,6 +32,8 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("requests.maxBytes", \.maximumRequestBytes, reload: false)
         compare("limits.maxConnections", \.maximumConnections, reload: false)
         compare("limits.idleTimeoutSeconds", \.idleTimeoutSeconds, reload: false, text: number)
+        compare("limits.queryTimeoutMs", \.queryTimeoutMs, reload: false)
+        compare("limits.queryMaxRows", \.queryMaxRows, reload: false)
         compare("accounts.lockTimeoutSeconds", \.lockTimeoutSeconds, reload: true, text: number)
         compare("accounts.snapshotsToKeep", \.snapshotsToKeep, reload: true)
         compare("accounts.snapshotMaxAgeDays", \.snapshotMaxAgeDays, reload: true)

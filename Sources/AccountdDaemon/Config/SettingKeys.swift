@@ -16,7 +16,7 @@ enum SettingKeys {
         "schema.dir",
         "log.level",
         "requests.maxBytes",
-        "limits.maxConnections", "limits.idleTimeoutSeconds",
+        "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
         "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency",
         "admin.users", "admin.groups",

@@ -124,6 +124,8 @@ public struct SettingsLoader: Sendable {
             "preferences.groupCommit": .init(.bool(true), isSecret: false),
             "limits.maxConnections": .init(.int(512), isSecret: false),
             "limits.idleTimeoutSeconds": .init(.double(600), isSecret: false),
+            "limits.queryTimeoutMs": .init(.int(5000), isSecret: false),
+            "limits.queryMaxRows": .init(.int(10_000), isSecret: false),
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
         ]
@@ -222,6 +224,8 @@ public struct SettingsLoader: Sendable {
             maximumRequestBytes: try int("requests.maxBytes", 64...(256 << 20)),
             maximumConnections: try int("limits.maxConnections", 1...100_000),
             idleTimeoutSeconds: idleTimeout,
+            queryTimeoutMs: try int("limits.queryTimeoutMs", Self.queryTimeoutRange),
+            queryMaxRows: try int("limits.queryMaxRows", Self.queryMaxRowsRange),
             lockTimeoutSeconds: timeout,
             snapshotsToKeep: try int("accounts.snapshotsToKeep", 1...1000),
             snapshotMaxAgeDays: try int("accounts.snapshotMaxAgeDays", 0...36_500),
@@ -238,6 +242,10 @@ public struct SettingsLoader: Sendable {
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.
     static let lockTimeoutRange: ClosedRange<Double> = 0...3600
+    /// `limits.queryTimeoutMs`: a millisecond to an hour.
+    static let queryTimeoutRange: ClosedRange<Int> = 1...3_600_000
+    /// `limits.queryMaxRows`: 1 to ten million rows in one reply without `more`.
+    static let queryMaxRowsRange: ClosedRange<Int> = 1...10_000_000
     /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
     static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
 

@@ -35,6 +35,12 @@ extension Dispatcher {
             return try preferenceNeed(command, namespace: key.namespace, account: key.account, peer: peer)
         case .keys(let namespace, let account):
             return try preferenceNeed(command, namespace: namespace, account: account, peer: peer)
+        case .query(let account, let statement, let maxRows):
+            let target = account ?? services.switching.active(for: peer.uid)
+            return (.read(target), .query(account: target, statement: statement, maxRows: maxRows))
+        case .execute(let account, let statements):
+            let target = account ?? services.switching.active(for: peer.uid)
+            return (.write(target), .execute(account: target, statements: statements))
         }
     }
 

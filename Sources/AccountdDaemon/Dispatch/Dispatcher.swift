@@ -254,6 +254,10 @@ struct Dispatcher: Sendable {
             try await writer.send(Reply(try await services.maintenance.replication(include: readable(by: call.peer))))
         case .pull(let account):
             try await writer.send(Reply(try await services.maintenance.pull(account)))
+        case .query(let account, let statement, let maxRows):
+            try await query(account, statement, maxRows: maxRows, more: call.more, writer: writer)
+        case .execute(let account, let statements):
+            try await execute(account, statements, writer: writer)
         case .watch:
             throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }

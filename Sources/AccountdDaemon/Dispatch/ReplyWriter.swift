@@ -14,6 +14,13 @@ protocol ReplyTransport: Sendable {
     /// a slow reader slows an export down (at most two chunks held) instead of growing the
     /// daemon's memory.
     func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone)
+    /// Whether the client went away; cheap and callable from any thread (a running
+    /// statement asks it every few thousand steps).
+    var isGone: @Sendable () -> Bool { get }
+}
+
+extension ReplyTransport {
+    var isGone: @Sendable () -> Bool { { false } }
 }
 
 /// Buffers the replies to one request and writes them in order.
@@ -40,6 +47,9 @@ final class ReplyWriter {
         pending.removeAll(keepingCapacity: true)
         try await transport.write(buffer)
     }
+
+    /// Whether the client went away (see ``ReplyTransport/isGone``).
+    var isClientGone: @Sendable () -> Bool { transport.isGone }
 
     /// Writes bytes from a blocking thread (see ``ReplyTransport/writeBlocking(_:)``).
     var blockingWrite: @Sendable ([UInt8]) throws -> Void {
@@ -80,6 +90,12 @@ struct ChannelTransport: ReplyTransport {
         } catch {
             throw ClientGone()
         }
+    }
+
+    /// `Channel.isActive` is read atomically, from any thread.
+    var isGone: @Sendable () -> Bool {
+        let channel = channel
+        return { !channel.isActive }
     }
 
     func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone) {

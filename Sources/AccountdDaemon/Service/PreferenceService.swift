@@ -34,6 +34,9 @@ final class PreferenceService: Sendable {
     private let device: PreferenceDatabase?
     /// The `memory` namespaces' values.
     let memory = MemoryPreferences()
+    /// The connections `Query` and `Execute` keep open to account files: closed with an
+    /// account's preference table, before its file is migrated, restored or removed.
+    let sqlConnections = SQLConnectionCache()
     private let accounts = Mutex<[AccountName: OpenAccount]>([:])
     private let clock = Atomic<UInt64>(0)
 
@@ -139,6 +142,7 @@ final class PreferenceService: Sendable {
     func close(_ account: AccountName) {
         let database = accounts.withLock { $0.removeValue(forKey: account)?.database }
         database?.close()
+        sqlConnections.close(account)
     }
 
     /// Closes everything, checkpointing the WAL files.
@@ -148,6 +152,7 @@ final class PreferenceService: Sendable {
             return entries.values.map(\.database)
         }
         for database in all { database.close() }
+        sqlConnections.closeAll()
         device?.close()
     }
 

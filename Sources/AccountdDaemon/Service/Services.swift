@@ -21,6 +21,8 @@ struct Services: Sendable {
     let pool: BlockingPool
     /// What the daemon counts (`Metrics`).
     let metrics: DaemonMetrics
+    /// An account's own tables (`Query`, `Execute`).
+    let data: DataService
     /// Replication with Litestream (`Replication`, `Pull`).
     let replication: ReplicationService
     let startedAt = Date()
@@ -30,9 +32,10 @@ struct Services: Sendable {
     /// - Parameter metrics: the registry every service counts in; the same one
     ///   `preferences` was given.
     /// - Parameter replication: replication with Litestream; nil for none.
+    /// - Parameter sqlLimits: `limits.queryTimeoutMs` and `limits.queryMaxRows`.
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
-        replication: ReplicationService? = nil, logger: Logger
+        replication: ReplicationService? = nil, sqlLimits: DataService.Limits = .init(), logger: Logger
     ) {
         let replication = replication ?? .off(root: stores.current.root, logger: logger)
         self.replication = replication
@@ -42,6 +45,8 @@ struct Services: Sendable {
         self.hub = hub
         self.metrics = metrics
         switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        data = DataService(
+            limits: sqlLimits, stores: stores, switching: switching, connections: preferences.sqlConnections, pool: pool, hub: hub)
         maintenance = MaintenanceService(
             stores: stores, switching: switching, preferences: preferences, pool: pool, metrics: metrics, replication: replication,
             logger: logger)

@@ -51,6 +51,12 @@ extension Command {
             }
             self = .set(key, value: value)
         case .keys: self = .keys(namespace: try parameters.requiredString("namespace"), account: try parameters.account())
+        case .query:
+            self = .query(
+                account: try parameters.account(), statement: try SQLStatement(sql: parameters["sql"], parameters: parameters["parameters"]),
+                maxRows: try parameters.int("maxRows", in: 0...Int(Int32.max)))
+        case .execute:
+            self = .execute(account: try parameters.account(), statements: try Self.statements(parameters))
         }
     }
 
@@ -99,6 +105,14 @@ extension Command {
         case .keys(let namespace, let name):
             pairs.append(("namespace", .string(namespace)))
             account(name)
+        case .query(let name, let statement, let maxRows):
+            account(name)
+            pairs.append(("sql", .string(statement.sql)))
+            if let parameters = statement.parameters.json { pairs.append(("parameters", parameters)) }
+            if let maxRows { pairs.append(("maxRows", JSONValue(maxRows))) }
+        case .execute(let name, let statements):
+            account(name)
+            pairs.append(("statements", .array(statements.map(\.json))))
         }
         return Request(method: method, parameters: Parameters(pairs), more: more)
     }
@@ -113,6 +127,29 @@ extension Command {
         var accounts: [AccountName] = []
         for name in names { accounts.append(try AccountName(requested: name)) }
         return .accounts(accounts)
+    }
+
+    /// The most statements one `Execute` takes.
+    public static let maximumStatements = 10_000
+
+    /// `Execute`'s `statements`: a non-empty array of `{sql, parameters?}` objects.
+    private static func statements(_ parameters: Parameters) throws(ProtocolError) -> [SQLStatement] {
+        guard case .array(let items)? = parameters["statements"], !items.isEmpty, items.count <= maximumStatements else {
+            throw .invalidParameter(
+                "statements", "parameter 'statements' is required: an array of 1 to \(maximumStatements) objects {\"sql\": ..., \"parameters\": ...}")
+        }
+        var statements: [SQLStatement] = []
+        for (index, item) in items.enumerated() {
+            let path = "statements[\(index)]."
+            guard case .object(let pairs) = item else {
+                throw .invalidParameter("statements", "statements[\(index)] must be an object {\"sql\": ..., \"parameters\": ...}")
+            }
+            if let unknown = pairs.first(where: { $0.0 != "sql" && $0.0 != "parameters" }) {
+                throw .invalidParameter("statements", "statements[\(index)] has an unknown key '\(unknown.0.prefix(64))'; a statement has sql and parameters")
+            }
+            statements.append(try SQLStatement(sql: item["sql"], parameters: item["parameters"], path: path))
+        }
+        return statements
     }
 
     private static func preferenceKey(_ parameters: Parameters) throws(ProtocolError) -> PreferenceKey {

@@ -52,6 +52,10 @@ public enum Command: Sendable, Hashable {
     case replication
     /// `Pull`: bring an account from the Litestream replica; refused when it exists here.
     case pull(account: AccountName)
+    /// `Query`: one read-only statement on an account's own tables; nil `maxRows` for the daemon's limit.
+    case query(account: AccountName?, statement: SQLStatement, maxRows: Int?)
+    /// `Execute`: statements that write an account's own tables, in one durable transaction.
+    case execute(account: AccountName?, statements: [SQLStatement])
 
     /// The method this command calls.
     public var method: Method {
@@ -77,6 +81,8 @@ public enum Command: Sendable, Hashable {
         case .metrics: .metrics
         case .replication: .replication
         case .pull: .pull
+        case .query: .query
+        case .execute: .execute
         }
     }
 }

@@ -12,6 +12,9 @@ public enum WatchEvent: ReplyModel {
     /// `{"event":"missed","count":N}`: this watcher fell behind and lost the `count`
     /// oldest events before the ones that follow.
     case missed(count: Int)
+    /// `{"event":"data", account, tables}`: an `Execute` committed changes to these tables
+    /// of the account (sorted; triggers' tables included), so an app can refresh what it shows.
+    case data(account: String, tables: [String])
     /// An event this client does not know, kept as it came.
     case other(JSONValue)
 
@@ -90,8 +93,8 @@ public enum WatchEvent: ReplyModel {
         }
     }
 
-    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted, count, error, message }
-    enum Kind: String { case switched, migration, changed, failed, missed }
+    enum Key: String { case event, account, previous, action, version, step, of, name, namespace, key, scope, value, deleted, count, error, message, tables }
+    enum Kind: String { case switched, migration, changed, failed, missed, data }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
         let reader = try ReplyReader(parameters, model: "Watch")
@@ -119,12 +122,14 @@ public enum WatchEvent: ReplyModel {
                     version: try reader.optionalInt(Key.version)))
         case .missed?:
             self = .missed(count: try reader.int(Key.count))
+        case .data?:
+            self = .data(account: try reader.string(Key.account), tables: try reader.strings(Key.tables))
         case nil:
             self = .other(parameters)
         }
     }
 
-    /// The event's name: `switched`, `migration`, `changed`, `failed`, `missed`, or what an unknown one says.
+    /// The event's name: `switched`, `migration`, `changed`, `failed`, `missed`, `data`, or what an unknown one says.
     public var name: String {
         switch self {
         case .switched: Kind.switched.rawValue
@@ -132,6 +137,7 @@ public enum WatchEvent: ReplyModel {
         case .changed: Kind.changed.rawValue
         case .failed: Kind.failed.rawValue
         case .missed: Kind.missed.rawValue
+        case .data: Kind.data.rawValue
         case .other(let parameters): parameters[Key.event.rawValue]?.stringValue ?? ""
         }
     }
@@ -169,6 +175,10 @@ public enum WatchEvent: ReplyModel {
         case .missed(let count):
             object.add(Key.event, .string(Kind.missed.rawValue))
             object.add(Key.count, JSONValue(count))
+        case .data(let account, let tables):
+            object.add(Key.event, .string(Kind.data.rawValue))
+            object.add(Key.account, .string(account))
+            object.add(Key.tables, .array(tables.map { .string($0) }))
         case .other(let parameters):
             return parameters
         }

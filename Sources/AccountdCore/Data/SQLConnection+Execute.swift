@@ -1,0 +1,126 @@
+import AccountdProtocol
+import CSQLiteConfig
+
+extension SQLConnection {
+    /// What one `Execute` did: each statement's result, and the tables they wrote.
+    public struct Executed: Sendable {
+        public var results: [ExecuteReply.Result]
+        /// Tables inserted into, updated or deleted from, those of triggers included.
+        public var tables: Set<String>
+    }
+
+    /// One `Execute` of a batch: its statements, and what stops them when its client leaves.
+    public struct Batched: Sendable {
+        public var statements: [SQLStatement]
+        public var stop: SQLStop
+
+        public init(statements: [SQLStatement], stop: SQLStop) {
+            self.statements = statements
+            self.stop = stop
+        }
+    }
+
+    /// Runs several `Execute`s in one transaction, each all or nothing within it (a savepoint
+    /// each), and commits once with `synchronous = FULL`: concurrent writers of one account
+    /// share one sync, as preference Sets do.
+    ///
+    /// An `Execute` that fails is rolled back to its savepoint and gets its error; the others
+    /// go on. When a failure takes the whole transaction with it (an interrupted write, a
+    /// `RAISE(ROLLBACK)`, a full disk), the ones that had succeeded are run again, without it,
+    /// in a new transaction. When the commit fails, every one that was in it gets the error.
+    /// Nothing is reported done before the commit.
+    ///
+    /// - Parameter timeout: how long each `Execute`'s statements may run (`QueryTimeout`).
+    /// - Returns: one outcome per `Execute`, in order; failures are `StatementNotAllowed`,
+    ///   `SQLError`, `QueryTimeout`, `InvalidParameter` or ``SQLStopped``.
+    public func execute(batch: [Batched], timeout: Duration) -> [Result<Executed, any Error>] {
+        var outcomes = [Result<Executed, any Error>?](repeating: nil, count: batch.count)
+        defer { finish() }
+        while true {
+            let pending = batch.indices.filter { outcomes[$0] == nil }
+            do {
+                try run("BEGIN IMMEDIATE")
+            } catch {
+                for index in pending { outcomes[index] = .failure(error) }
+                break
+            }
+            var done: [(Int, Executed)] = []
+            var transactionLost = false
+            for index in pending {
+                if batch[index].stop.isStopped {
+                    outcomes[index] = .failure(SQLStopped())
+                    continue
+                }
+                do {
+                    try run("SAVEPOINT accountd_execute")
+                    begin(deadline: .now + timeout, stop: batch[index].stop)
+                    let executed = try runStatements(batch[index].statements)
+                    end()
+                    try run("RELEASE accountd_execute")
+                    done.append((index, executed))
+                } catch {
+                    end()
+                    outcomes[index] = .failure(error)
+                    if sqlite3_get_autocommit(handle) != 0 {
+                        transactionLost = true
+                        break
+                    }
+                    do {
+                        try run("ROLLBACK TO accountd_execute")
+                        try run("RELEASE accountd_execute")
+                    } catch {
+                        try? run("ROLLBACK")
+                        transactionLost = true
+                        break
+                    }
+                }
+            }
+            if transactionLost {
+                // The Executes that had succeeded are run again, without the one that failed.
+                resetStatements()
+                continue
+            }
+            if done.isEmpty {
+                // Nothing to keep: a rollback writes nothing, where a commit would write the
+                // pages the failed ones touched, unchanged, to the WAL.
+                try? run("ROLLBACK")
+                break
+            }
+            do {
+                try run("COMMIT")
+                for (index, executed) in done { outcomes[index] = .success(executed) }
+            } catch {
+                if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
+                for (index, _) in done { outcomes[index] = .failure(error) }
+            }
+            break
+        }
+        return outcomes.map { $0 ?? .failure(SQLStopped()) }
+    }
+
+    /// Runs one `Execute`'s statements inside the open transaction.
+    private func runStatements(_ statements: [SQLStatement]) throws -> Executed {
+        var executed = Executed(results: [], tables: [])
+        for statement in statements {
+            let compiled = try compile(statement.sql, mode: .execute)
+            try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+            guardState.reset(.execute)
+            var code = sqlite3_step(compiled.handle)
+            while code == SQLITE_ROW { code = sqlite3_step(compiled.handle) }
+            guard code == SQLITE_DONE else {
+                let error: any Error = interruption == .stopped ? SQLStopped() : failure(code, statement: statement.sql)
+                sqlite3_reset(compiled.handle)
+                throw error
+            }
+            sqlite3_reset(compiled.handle)
+            executed.results.append(ExecuteReply.Result(changes: sqlite3_changes64(handle), lastInsertRowid: sqlite3_last_insert_rowid(handle)))
+            executed.tables.formUnion(compiled.written)
+        }
+        return executed
+    }
+
+    /// Resets every compiled statement, so that none holds the connection's transaction open.
+    func resetStatements() {
+        for statement in cachedHandles { sqlite3_reset(statement) }
+    }
+}

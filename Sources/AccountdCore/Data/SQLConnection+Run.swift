@@ -1,0 +1,60 @@
+import AccountdProtocol
+import CSQLiteConfig
+
+extension SQLConnection {
+    /// A read that has begun: one statement stepping through its rows in one snapshot.
+    public final class Cursor {
+        private let connection: SQLConnection
+        private let statement: OpaquePointer
+        private let sql: String
+        /// The result's column names.
+        public let columns: [String]
+        private var done = false
+
+        init(connection: SQLConnection, statement: OpaquePointer, sql: String) {
+            self.connection = connection
+            self.statement = statement
+            self.sql = sql
+            columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+        }
+
+        /// The next row, or nil at the end.
+        ///
+        /// - Throws: `QueryTimeout`, `SQLError`, or ``SQLStopped`` when the client went away.
+        public func next() throws -> [SQLValue]? {
+            guard !done else { return nil }
+            let code = sqlite3_step(statement)
+            switch code {
+            case SQLITE_ROW:
+                return (0..<Int32(columns.count)).map { connection.value(statement, $0) }
+            case SQLITE_DONE:
+                done = true
+                return nil
+            default:
+                done = true
+                if connection.interruption == .stopped { throw SQLStopped() }
+                throw connection.failure(code, statement: sql)
+            }
+        }
+    }
+
+    /// A cursor over `statement`, which must only read.
+    ///
+    /// - Parameters:
+    ///   - deadline: when the statement is stopped with `QueryTimeout`.
+    ///   - stop: stops it when the client goes away.
+    /// - Throws: `StatementNotAllowed`, `SQLError`, `InvalidParameter`.
+    public func query(_ statement: SQLStatement, deadline: ContinuousClock.Instant?, stop: SQLStop?) throws(ProtocolError) -> Cursor {
+        begin(deadline: deadline, stop: stop)
+        let compiled = try compile(statement.sql, mode: .query)
+        try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+        guardState.reset(.query)
+        return Cursor(connection: self, statement: compiled.handle, sql: statement.sql)
+    }
+
+    /// Finishes a use of the connection: resets its statements and forgets the deadline.
+    public func finish() {
+        for statement in cachedHandles { sqlite3_reset(statement) }
+        end()
+    }
+}

@@ -1,0 +1,255 @@
+import AccountdProtocol
+import CSQLiteConfig
+import Foundation
+
+/// One SQLite connection to an account's file for an app's statements (`Query`, `Execute`).
+///
+/// These connections use SQLite's C API directly, not GRDB: GRDB keeps its own authorizer
+/// on each connection for its observation features, and the guard here must be the only
+/// one (``StatementGuard``). Each connection is set up once:
+/// `SQLITE_DBCONFIG_DEFENSIVE` on, `trusted_schema` off, extension loading off, a busy
+/// timeout; a writer also gets `synchronous = FULL` and `foreign_keys = ON`, a reader is
+/// opened read-only. Compiled statements are kept (at most ``statementCacheSize``), so a
+/// statement an app repeats is compiled once per connection.
+///
+/// A connection is used by one thread at a time: the cache hands it to one request and
+/// takes it back after (``SQLConnectionCache``), which is what makes the unchecked
+/// `Sendable` sound. Only ``SQLStop`` crosses threads, and it is atomic.
+public final class SQLConnection: @unchecked Sendable {
+    /// A compiled statement and what compiling it found.
+    final class Compiled {
+        let handle: OpaquePointer
+        /// Tables it inserts into, updates or deletes from, as the authorizer saw.
+        let written: Set<String>
+        var used: UInt64
+
+        init(handle: OpaquePointer, written: Set<String>, used: UInt64) {
+            self.handle = handle
+            self.written = written
+            self.used = used
+        }
+    }
+
+    /// Every compiled statement's handle.
+    var cachedHandles: [OpaquePointer] { compiled.values.map(\.handle) }
+
+    /// Why a statement was interrupted.
+    enum Interruption {
+        case timeout
+        case stopped
+    }
+
+    static let statementCacheSize = 32
+    /// How many SQLite virtual machine steps run between two checks of the deadline and the stop.
+    static let progressSteps: Int32 = 1000
+
+    let handle: OpaquePointer
+    public let path: String
+    public let readOnly: Bool
+    /// The file's device and inode when opened: a file replaced since (a restore) needs a new connection.
+    let identity: FileIdentity
+    /// The cache generation it was opened in (``SQLConnectionCache``).
+    var generation: UInt64 = 0
+    var lastUsed: UInt64 = 0
+    var guardState = StatementGuard()
+    private var compiled: [String: Compiled] = [:]
+    private var clock: UInt64 = 0
+    private var deadline: ContinuousClock.Instant?
+    private var stop: SQLStop?
+    private(set) var interruption: Interruption?
+
+    /// Opens the account file at `path`; a missing file is never created.
+    ///
+    /// - Throws: `SQLError` when SQLite cannot open or set up the connection.
+    init(path: String, readOnly: Bool) throws(ProtocolError) {
+        guard let identity = FileIdentity(path: path) else {
+            throw ProtocolError(.sqlError, "the account file \(path) is gone", facts: [("code", JSONValue(Int(SQLITE_CANTOPEN))), ("statement", "")])
+        }
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
+        let opened = sqlite3_open_v2(path, &db, flags, nil)
+        guard opened == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw ProtocolError(
+                .sqlError, "opening account file \(path) failed: \(message)", facts: [("code", JSONValue(Int(opened))), ("statement", "")])
+        }
+        handle = db
+        self.path = path
+        self.readOnly = readOnly
+        self.identity = identity
+        sqlite3_extended_result_codes(db, 1)
+        _ = accountd_sqlite3_defensive_on(db)
+        _ = accountd_sqlite3_trusted_schema_off(db)
+        _ = accountd_sqlite3_load_extension_off(db)
+        sqlite3_busy_timeout(db, 10_000)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        sqlite3_set_authorizer(
+            db,
+            { context, action, first, second, _, trigger in
+                let connection = Unmanaged<SQLConnection>.fromOpaque(context!).takeUnretainedValue()
+                return connection.guardState.authorize(
+                    action, first.map { String(cString: $0) }, second.map { String(cString: $0) }, trigger.map { String(cString: $0) })
+            }, context)
+        sqlite3_progress_handler(
+            db, Self.progressSteps,
+            { context in
+                Unmanaged<SQLConnection>.fromOpaque(context!).takeUnretainedValue().shouldInterrupt() ? 1 : 0
+            }, context)
+        do {
+            try run("PRAGMA trusted_schema = OFF")
+            if !readOnly {
+                try run("PRAGMA synchronous = FULL")
+                try run("PRAGMA foreign_keys = ON")
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Finalizes every statement and closes the connection (the last one to close checkpoints the WAL).
+    func close() {
+        for statement in compiled.values { sqlite3_finalize(statement.handle) }
+        compiled.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Begins a use of the connection: statements stop at `deadline` or when `stop` says so.
+    func begin(deadline: ContinuousClock.Instant?, stop: SQLStop?) {
+        self.deadline = deadline
+        self.stop = stop
+        interruption = nil
+    }
+
+    /// Moves the deadline later by `amount`: the time a streaming query waited for its client to read.
+    public func extendDeadline(by amount: Duration) {
+        deadline = deadline.map { $0 + amount }
+    }
+
+    /// Ends a use: no deadline, no stop.
+    func end() {
+        deadline = nil
+        stop = nil
+    }
+
+    private func shouldInterrupt() -> Bool {
+        if let stop, stop.isStopped {
+            interruption = .stopped
+            return true
+        }
+        if let deadline, ContinuousClock.now > deadline {
+            interruption = .timeout
+            return true
+        }
+        return false
+    }
+
+    /// Runs one of the daemon's own statements, unguarded.
+    func run(_ sql: String) throws(ProtocolError) {
+        guardState.reset(.daemon)
+        let code = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard code == SQLITE_OK else { throw failure(code, statement: sql) }
+    }
+
+    /// The compiled form of an app's `sql` under `mode`'s rules.
+    ///
+    /// - Throws: `StatementNotAllowed` when the guard refuses it, when it is more than one
+    ///   statement, or when a `Query` statement would write; `SQLError` when SQLite cannot compile it.
+    func compile(_ sql: String, mode: StatementGuard.Mode) throws(ProtocolError) -> Compiled {
+        clock += 1
+        guardState.reset(mode)
+        if let cached = compiled[sql] {
+            cached.used = clock
+            return cached
+        }
+        guardState.writtenTables = []
+        var statement: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let code = sql.withCString { text in
+            let code = sqlite3_prepare_v3(handle, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
+            if code == SQLITE_OK, let tail, !Self.isBlank(tail) {
+                sqlite3_finalize(statement)
+                statement = nil
+                return SQLITE_MISUSE
+            }
+            return code
+        }
+        if code == SQLITE_MISUSE { throw Self.notAllowed("give one statement per sql: the text goes on after its first statement", sql) }
+        if let refusal = guardState.refusal {
+            sqlite3_finalize(statement)
+            throw Self.notAllowed(refusal, sql)
+        }
+        guard code == SQLITE_OK else { throw failure(code, statement: sql) }
+        guard let statement else { throw Self.notAllowed("the text holds no statement", sql) }
+        if mode == .query && sqlite3_stmt_readonly(statement) == 0 {
+            sqlite3_finalize(statement)
+            throw Self.notAllowed("a Query only reads; use Execute to change rows", sql)
+        }
+        let entry = Compiled(handle: statement, written: guardState.writtenTables, used: clock)
+        compiled[sql] = entry
+        if compiled.count > Self.statementCacheSize, let oldest = compiled.min(by: { $0.value.used < $1.value.used }) {
+            sqlite3_finalize(oldest.value.handle)
+            compiled[oldest.key] = nil
+        }
+        return entry
+    }
+
+    /// Whether the text after a statement holds nothing but spaces, semicolons and comments.
+    static func isBlank(_ text: UnsafePointer<CChar>) -> Bool {
+        var p = text
+        while p.pointee != 0 {
+            switch UInt8(bitPattern: p.pointee) {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), 0x0C, UInt8(ascii: ";"):
+                p += 1
+            case UInt8(ascii: "-") where UInt8(bitPattern: p[1]) == UInt8(ascii: "-"):
+                while p.pointee != 0 && p.pointee != 0x0A { p += 1 }
+            case UInt8(ascii: "/") where UInt8(bitPattern: p[1]) == UInt8(ascii: "*"):
+                p += 2
+                while p.pointee != 0 && !(p.pointee == 0x2A && p[1] == 0x2F) { p += 1 }
+                if p.pointee != 0 { p += 2 }
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The error for SQLite's `code`: a timeout or a stop when the progress handler interrupted
+    /// the statement, else `SQLError` with SQLite's message and extended code.
+    func failure(_ code: Int32, statement: String) -> ProtocolError {
+        if code == SQLITE_INTERRUPT, interruption == .timeout {
+            return ProtocolError(.queryTimeout, "the statement ran longer than limits.queryTimeoutMs and was stopped", facts: [])
+        }
+        if code & 0xFF == SQLITE_AUTH, let refusal = guardState.refusal {
+            // Refused while running: VACUUM attaches its target as it runs, for one.
+            return Self.notAllowed(refusal, statement)
+        }
+        let message = String(cString: sqlite3_errmsg(handle))
+        let extended = sqlite3_extended_errcode(handle)
+        return ProtocolError(
+            .sqlError, "SQLite: \(message)", facts: [("code", JSONValue(Int(extended))), ("statement", .string(Self.quoted(statement)))])
+    }
+
+    static func notAllowed(_ reason: String, _ sql: String) -> ProtocolError {
+        ProtocolError(.statementNotAllowed, "statement not allowed: \(reason); the file was not changed", facts: [("statement", .string(quoted(sql)))])
+    }
+
+    /// A statement as errors quote it: at most 1,024 characters.
+    static func quoted(_ sql: String) -> String {
+        sql.count <= 1024 ? sql : String(sql.prefix(1024)) + "…"
+    }
+}
+
+/// A file's device and inode: which file a path names now.
+struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+
+    init?(path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}

@@ -1,0 +1,157 @@
+import AccountdProtocol
+import Synchronization
+
+/// The connections `Query` and `Execute` keep open between requests, so that a request
+/// pays neither an open nor a compile.
+///
+/// A connection is taken for one request and given back after it. Idle connections are
+/// bounded in total (``limit``): the least recently used is closed first, so a fleet of
+/// 100,000 accounts never holds 100,000 files open. A connection whose file was replaced
+/// since it was opened (a restore, a pull) is closed instead of used, and ``close(_:)``
+/// (before a migration, restore or removal) closes an account's idle connections and
+/// marks those in use to be closed when they come back.
+public final class SQLConnectionCache: Sendable {
+    /// Idle connections kept at most, over all accounts.
+    public let limit: Int
+
+    private struct Key: Hashable {
+        var account: AccountName
+        var readOnly: Bool
+    }
+
+    private struct State {
+        var idle: [Key: [SQLConnection]] = [:]
+        var count = 0
+        var clock: UInt64 = 0
+        var generation: UInt64 = 0
+        /// For accounts with connections in use: the generation of their last ``close(_:)``.
+        var closedAt: [AccountName: UInt64] = [:]
+        var inUse: [AccountName: Int] = [:]
+        /// Accounts whose files the store found usable, under which bundle target, and which file.
+        var checked: [AccountName: (target: Int, identity: FileIdentity)] = [:]
+    }
+
+    /// How many accounts' checks are remembered; past it they are all forgotten (and made again).
+    static let checkedLimit = 4096
+
+    private let state = Mutex(State())
+
+    public init(limit: Int = 64) {
+        self.limit = limit
+    }
+
+    /// A connection to `account`'s file at `path`: an idle one of the same file, or a new one.
+    /// Blocking (a new connection opens the file): call it on a pool thread.
+    ///
+    /// - Throws: `SQLError` when the file cannot be opened.
+    public func take(_ account: AccountName, path: String, readOnly: Bool) throws(ProtocolError) -> SQLConnection {
+        let key = Key(account: account, readOnly: readOnly)
+        let current = FileIdentity(path: path)
+        var stale: [SQLConnection] = []
+        defer { for connection in stale { connection.close() } }
+        let (found, generation) = state.withLock { state -> (SQLConnection?, UInt64) in
+            state.inUse[account, default: 0] += 1
+            while let connection = state.idle[key]?.popLast() {
+                state.count -= 1
+                if connection.identity == current { return (connection, state.generation) }
+                stale.append(connection)
+            }
+            return (nil, state.generation)
+        }
+        if let found { return found }
+        do {
+            let connection = try SQLConnection(path: path, readOnly: readOnly)
+            connection.generation = generation
+            return connection
+        } catch {
+            state.withLock { Self.release(account, in: &$0) }
+            throw error
+        }
+    }
+
+    /// Takes back a connection from ``take(_:path:readOnly:)``; it stays open for the next
+    /// request unless its account was closed meanwhile or `broken` (then it is closed).
+    public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
+        connection.finish()
+        let key = Key(account: account, readOnly: connection.readOnly)
+        var closing: [SQLConnection] = []
+        state.withLock { state in
+            let closed = state.closedAt[account].map { $0 > connection.generation } ?? false
+            Self.release(account, in: &state)
+            if broken || closed {
+                closing.append(connection)
+                return
+            }
+            state.clock += 1
+            connection.lastUsed = state.clock
+            state.idle[key, default: []].append(connection)
+            state.count += 1
+            while state.count > limit, let oldest = Self.leastRecentlyUsed(state.idle) {
+                if let connection = state.idle[oldest]?.removeFirst() { closing.append(connection) }
+                if state.idle[oldest]?.isEmpty == true { state.idle[oldest] = nil }
+                state.count -= 1
+            }
+        }
+        for connection in closing { connection.close() }
+    }
+
+    /// Whether the store found `account`'s file at `path` usable under a bundle at `target`,
+    /// and the file is still the one it checked (no migration, restore or removal since: each
+    /// calls ``close(_:)`` first). Then a request needs no new check; two `lstat` calls.
+    public func isChecked(_ account: AccountName, target: Int, path: String) -> Bool {
+        guard let identity = FileIdentity(path: path) else { return false }
+        return state.withLock { $0.checked[account].map { $0.target == target && $0.identity == identity } ?? false }
+    }
+
+    /// Remembers that the store found `account`'s file at `path` usable under a bundle at `target`.
+    public func markChecked(_ account: AccountName, target: Int, path: String) {
+        guard let identity = FileIdentity(path: path) else { return }
+        state.withLock { state in
+            if state.checked.count >= Self.checkedLimit { state.checked.removeAll() }
+            state.checked[account] = (target, identity)
+        }
+    }
+
+    /// Closes `account`'s idle connections; those in use close when given back.
+    public func close(_ account: AccountName) {
+        let closing = state.withLock { state -> [SQLConnection] in
+            state.checked[account] = nil
+            state.generation += 1
+            if state.inUse[account] != nil { state.closedAt[account] = state.generation }
+            var closing: [SQLConnection] = []
+            for readOnly in [true, false] {
+                let connections = state.idle.removeValue(forKey: Key(account: account, readOnly: readOnly)) ?? []
+                state.count -= connections.count
+                closing += connections
+            }
+            return closing
+        }
+        for connection in closing { connection.close() }
+    }
+
+    /// Closes every idle connection.
+    public func closeAll() {
+        let closing = state.withLock { state -> [SQLConnection] in
+            defer {
+                state.idle.removeAll()
+                state.count = 0
+                state.checked.removeAll()
+            }
+            return state.idle.values.flatMap { $0 }
+        }
+        for connection in closing { connection.close() }
+    }
+
+    /// How many connections are idle now.
+    public var idleCount: Int { state.withLock { $0.count } }
+
+    private static func release(_ account: AccountName, in state: inout State) {
+        let left = (state.inUse[account] ?? 1) - 1
+        state.inUse[account] = left > 0 ? left : nil
+        if left <= 0 { state.closedAt[account] = nil }
+    }
+
+    private static func leastRecentlyUsed(_ idle: [Key: [SQLConnection]]) -> Key? {
+        idle.min { ($0.value.first?.lastUsed ?? .max) < ($1.value.first?.lastUsed ?? .max) }?.key
+    }
+}

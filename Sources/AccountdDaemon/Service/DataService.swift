@@ -1,0 +1,199 @@
+import AccountdCore
+import AccountdProtocol
+import Logging
+
+/// `Query` and `Execute`: an app's statements on its account's own tables.
+///
+/// An account's file is reached as a preference call reaches it: the active account unless
+/// one is named, and only when ``AccountStore/usableState(_:)`` allows it under the
+/// account's lock (missing → `AccountNotFound`, corrupt or misbound → `AccountCorrupt`,
+/// too new → `AccountTooNew`, each leaving the file untouched). An outdated file is first
+/// brought to the bundle's version (as `Migrate` does), so no statement ever sees an old or
+/// half-migrated schema.
+///
+/// - An `Execute` runs under the account's lock on a pool thread, in a `BEGIN IMMEDIATE`
+///   transaction committed with `synchronous = FULL`, and is answered after the commit.
+///   Concurrent ones on one account share that transaction (``ExecuteBatches``), each all or
+///   nothing within it.
+/// - A `Query` takes no lock: it reads on a read-only connection in one read transaction,
+///   one WAL snapshot. A migration is one transaction, so the snapshot has the file before
+///   it or after it, never between; a long read never holds up a writer or a migration.
+///
+/// Statements are guarded (``StatementGuard``), stopped at `limits.queryTimeoutMs` and when
+/// their client goes away. Connections stay open between requests (``SQLConnectionCache``).
+final class DataService: Sendable {
+    /// The limits of `limits.*` that apply to statements.
+    struct Limits: Sendable {
+        /// `limits.queryTimeoutMs`.
+        var timeoutMs = 5000
+        /// `limits.queryMaxRows`.
+        var maxRows = 10_000
+    }
+
+    /// How many bytes of rows one streamed `Query` reply carries at most (about).
+    static let chunkBytes = 64 * 1024
+
+    let limits: Limits
+    private let stores: Reloadable<AccountStore>
+    private let switching: SwitchService
+    private let connections: SQLConnectionCache
+    private let pool: BlockingPool
+    private let hub: EventHub
+    private let batches = ExecuteBatches()
+
+    init(limits: Limits, stores: Reloadable<AccountStore>, switching: SwitchService, connections: SQLConnectionCache, pool: BlockingPool, hub: EventHub) {
+        self.limits = limits
+        self.stores = stores
+        self.switching = switching
+        self.connections = connections
+        self.pool = pool
+        self.hub = hub
+    }
+
+    /// The account a call acts on: the one named, or the caller's active one, which the
+    /// dispatcher put in its place (``Dispatcher/need(of:peer:)``); nil when the caller has
+    /// none. Never another caller's active account.
+    func target(_ account: AccountName?) throws -> AccountName {
+        guard let account else {
+            throw ProtocolError(.noActiveAccount, "no account is active; switch to one first or give \"account\"")
+        }
+        return account
+    }
+
+    /// Runs `statements` in one durable transaction and tells watchers which tables changed.
+    ///
+    /// Concurrent `Execute`s on one account share a transaction and its sync, each all or
+    /// nothing within it (``SQLConnection/execute(batch:timeout:)``); each is answered once
+    /// that transaction is committed.
+    ///
+    /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
+    ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
+    func execute(_ account: AccountName?, _ statements: [SQLStatement], gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
+        let account = try target(account)
+        let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
+        let done: SQLConnection.Executed = try await withCheckedThrowingContinuation { continuation in
+            let waiter = ExecuteBatches.Waiter(work: work) { continuation.resume(with: $0) }
+            if batches.add(waiter, for: account) {
+                Task { await self.drain(account) }
+            }
+        }
+        if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
+        return ExecuteReply(results: done.results)
+    }
+
+    /// Commits the account's waiting `Execute`s, a batch per transaction, until none waits.
+    private func drain(_ account: AccountName) async {
+        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        while true {
+            let batch = batches.next(for: account)
+            if batch.isEmpty { return }
+            let outcomes: [Result<SQLConnection.Executed, any Error>]
+            do {
+                outcomes = try await usable(account, locked: true) { store in
+                    let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+                    let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
+                    let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
+                    connections.giveBack(connection, account: account, broken: broken)
+                    return outcomes
+                }
+            } catch {
+                outcomes = Array(repeating: .failure(error), count: batch.count)
+            }
+            for (waiter, outcome) in zip(batch, outcomes) {
+                waiter.answer(outcome.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) })
+            }
+        }
+    }
+
+    /// Runs `statement` and hands its rows to `sink` on a pool thread; see ``QuerySink``.
+    ///
+    /// - Throws: as ``execute(_:_:gone:)``; ``ClientGone`` when the client left.
+    func query<Sink: QuerySink>(_ account: AccountName?, _ statement: SQLStatement, sink: Sink) async throws -> Sink.Result {
+        let account = try target(account)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
+        let stop = SQLStop(gone: sink.isGone)
+        return try await usable(account, locked: false) { store in
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
+            var broken = false
+            defer { connections.giveBack(connection, account: account, broken: broken) }
+            // The statement's own read transaction is its snapshot: from its first step until
+            // it is reset, whatever commits meanwhile.
+            do {
+                var sink = sink
+                let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
+                return try sink.run(cursor, connection: connection)
+            } catch let error as ProtocolError {
+                broken = Self.isFatal(error)
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a pool thread once the store finds the file usable; an outdated file is
+    /// migrated first (at most twice, should the bundle change meanwhile).
+    ///
+    /// With `locked`, the check and `body` run holding the account (an `Execute`). Without, no
+    /// lock is taken (a `Query`): a file found at the bundle's version (or a compatible newer
+    /// one) has no migration to run, and the read transaction `body` begins holds one WAL
+    /// snapshot, from before a restore or after it, never between.
+    private func usable<T: Sendable>(
+        _ account: AccountName, locked: Bool, _ body: @escaping @Sendable (AccountStore) throws -> T
+    ) async throws -> T {
+        let (timeoutMs, connections) = (limits.timeoutMs, connections)
+        for _ in 0..<3 {
+            let store = stores.current
+            let hold = locked ? try await store.hold(account) : nil
+            defer { hold?.release() }
+            let result: T? = try await pool.run {
+                do {
+                    // The decision table, unless this file was found usable under this bundle
+                    // already and nothing replaced or migrated it since.
+                    func check() throws -> Bool {
+                        let path = store.root.accountPath(account)
+                        if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
+                        guard try store.usableState(account) != .outdated else { return false }
+                        connections.markChecked(account, target: store.targetVersion, path: path)
+                        return true
+                    }
+                    guard let hold else {
+                        try store.root.refuseLinkedFolders(account)
+                        return try check() ? try body(store) : nil
+                    }
+                    return try store.withAccount(account, holding: hold) { () throws -> T? in
+                        try check() ? try body(store) : nil
+                    }
+                } catch {
+                    throw Self.wire(error, account: account, timeoutMs: timeoutMs)
+                }
+            }
+            if let result { return result }
+            hold?.release()
+            _ = try await switching.migrateOne(account)
+        }
+        throw AccountdError(.accountBusy, "account \(account) kept changing versions while a statement waited for it; retry", account: account.rawValue)
+    }
+
+    /// `error` as it goes to the client: ``ClientGone`` for a statement stopped because its
+    /// client left, `QueryTimeout` with the limit and what to do.
+    private static func wire(_ error: any Error, account: AccountName, timeoutMs: Int) -> any Error {
+        switch error {
+        case is SQLStopped:
+            return ClientGone()
+        case let error as ProtocolError where error.name == .queryTimeout:
+            return ProtocolError(
+                .queryTimeout,
+                "a statement on account \(account) ran longer than limits.queryTimeoutMs (\(timeoutMs) ms) and was stopped; nothing it did was kept. Narrow the statement (an index, a LIMIT) or raise the limit",
+                facts: [("timeoutMs", JSONValue(timeoutMs))])
+        default:
+            return error
+        }
+    }
+
+    /// Whether an error leaves the connection unfit for the next request (the file is not a
+    /// database any more, I/O failed): it is then closed rather than kept.
+    private static func isFatal(_ error: ProtocolError) -> Bool {
+        guard error.name == .sqlError, case .int(let code)? = error[fact: "code"] else { return false }
+        let primary = code & 0xFF
+        return primary == 10 || primary == 11 || primary == 26 || primary == 14  // IOERR, CORRUPT, NOTADB, CANTOPEN
+    }
+}

@@ -46,15 +46,28 @@ extension DeclarativeFidelityTests {
     }
 
     /// An allowed conversion that makes two keys equal under `ON CONFLICT REPLACE` ('1' and
-    /// '01' both become 1): the rebuilt table would hold fewer rows, and the migration fails.
-    @Test func aRebuildThatWouldHoldFewerRowsFailsTheMigration() throws {
+    /// '01' both become 1) is counted in advance, though the table had that key already.
+    @Test func aConversionThatMakesKeysEqualIsCounted() throws {
         let dir = TestDirectory()
         let path = try account(dir, "CREATE TABLE t (code TEXT UNIQUE ON CONFLICT REPLACE, n INTEGER);", fill: "INSERT INTO t VALUES ('1', 1), ('01', 2);")
         let target = "-- accountd: allow-convert t.code\nCREATE TABLE t (code INTEGER UNIQUE ON CONFLICT REPLACE, n INTEGER);"
+        let plan = try store(dir, target).plan(alice)
+        #expect(plan.refusals == ["table t: 2 row(s) would share values of the UNIQUE (code) once converted to the new type"], "\(plan.refusals)")
+        #expect(throws: AccountdError.self) { try store(dir, target).open(alice) }
+        #expect(try read(path) { try String.fetchAll($0, sql: "SELECT code FROM t ORDER BY n") } == ["1", "01"])
+        #expect(try userVersion(path) == 1)
+    }
+
+    /// What no count foresees (a unique generated key under `ON CONFLICT REPLACE`, whose values
+    /// exist only once computed): the rebuilt table would hold fewer rows, and the migration fails.
+    @Test func aRebuildThatWouldHoldFewerRowsFailsTheMigration() throws {
+        let dir = TestDirectory()
+        let path = try account(dir, "CREATE TABLE t (email TEXT, n INTEGER);", fill: "INSERT INTO t VALUES ('Bob', 1), ('bob', 2);")
+        let target = "CREATE TABLE t (email TEXT, n INTEGER, k AS (lower(email)) UNIQUE ON CONFLICT REPLACE);"
         let error = #expect(throws: AccountdError.self) { try store(dir, target).open(alice) }
         #expect(error?.kind == .migrationFailed)
         #expect(error?.message.contains("would lose rows: table t held 2 row(s) and its rebuilt copy holds 1") == true, "\(error?.message ?? "")")
-        #expect(try read(path) { try String.fetchAll($0, sql: "SELECT code FROM t ORDER BY n") } == ["1", "01"])
+        #expect(try read(path) { try String.fetchAll($0, sql: "SELECT email FROM t ORDER BY n") } == ["Bob", "bob"])
         #expect(try userVersion(path) == 1)
     }
 

@@ -44,4 +44,36 @@ enum ConversionProbe {
             return (count + refused, example)
         }
     }
+
+    /// How many rows of `select` (over `db`) would share their values once stored in columns
+    /// of the given declared types and compared under the given collations (nil: BINARY),
+    /// in a table that is `STRICT` when `strict`: the rows a UNIQUE key of the new table
+    /// would find equal. NULLs are never equal; a value a `STRICT` column refuses is left out
+    /// (``count(values:in:into:strict:)`` counts it).
+    static func duplicates(rows select: String, in db: Database, columns: [(type: String, collation: String?)], strict: Bool) throws -> Int {
+        let scratch = try DatabaseQueue()
+        defer { try? scratch.close() }
+        return try scratch.inDatabase { probe in
+            let names = columns.indices.map { "c\($0)" }
+            let definitions = zip(names, columns).map { "\($0) \($1.type)" }.joined(separator: ", ")
+            try probe.execute(sql: "CREATE TABLE probe (\(definitions))" + (strict ? " STRICT" : ""))
+            let placeholders = names.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+            let insert = try probe.makeStatement(sql: "INSERT INTO probe VALUES (\(placeholders))")
+            let cursor = try Row.fetchCursor(db, sql: select)
+            while let row = try cursor.next() {
+                let values = names.indices.map { row[$0] as DatabaseValue }
+                do {
+                    try insert.execute(arguments: StatementArguments(values))
+                } catch let error as DatabaseError where strict && error.resultCode == .SQLITE_CONSTRAINT {
+                    continue
+                }
+            }
+            let grouped = zip(names, columns).map { $0 + ($1.collation.map { " COLLATE \(DefinitionText.quote($0))" } ?? "") }
+            return try Int.fetchOne(
+                probe,
+                sql: "SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM probe WHERE "
+                    + names.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+                    + " GROUP BY \(grouped.joined(separator: ", ")) HAVING count(*) > 1)") ?? 0
+        }
+    }
 }

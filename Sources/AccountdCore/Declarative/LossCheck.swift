@@ -124,9 +124,26 @@ struct LossCheck {
             refuse("\(failing) row(s) fail the new CHECK (\(check))")
         }
         let existing = try Self.uniqueSets(current, table: source.targetName)
-        for set in targetUniqueSets.sorted(by: { $0.joined() < $1.joined() }) where !existing.contains(set) {
+        let strictTarget = new.options.contains("strict"), strictSource = old.options.contains("strict")
+        for set in targetUniqueSets.sorted(by: { $0.joined() < $1.joined() }) {
             // Rows are equal as the target compares them: under each key column's collation there.
             let parts = set.map(Self.uniquePart)
+            let columns = parts.compactMap { part in source.targetColumns.first { $0.key == part.column } }
+            let converting = columns.count == parts.count
+                && columns.contains { column in
+                    guard let origin = source.origin[column.key] else { return false }
+                    return origin.type.lowercased() != column.type.lowercased() || strictTarget != strictSource
+                }
+            if converting {
+                // A new declared type can make values equal ('1' and '01' both 1 under INTEGER), even under a key the table has.
+                let duplicated = try ConversionProbe.duplicates(
+                    rows: "SELECT \(parts.map { DefinitionText.quote($0.column) }.joined(separator: ", ")) FROM \(rows)", in: db,
+                    columns: zip(columns, parts).map { ($0.type, $1.collation) }, strict: strictTarget)
+                let described = parts.map(\.column).joined(separator: ", ")
+                if duplicated > 0 { refuse("\(duplicated) row(s) would share values of the UNIQUE (\(described)) once converted to the new type") }
+                continue
+            }
+            guard !existing.contains(set) else { continue }
             let names = parts.map { DefinitionText.quote($0.column) + ($0.collation.map { " COLLATE \(DefinitionText.quote($0))" } ?? "") }
             let duplicated = try count(
                 "SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM \(rows) WHERE "

@@ -73,7 +73,8 @@ struct DeclarativePlanner {
             }
             sources[name] = TableSource(
                 targetName: targetName, currentName: currentName, targetColumns: targetColumns, currentColumns: currentColumns, origin: origin,
-                hasRowid: withRowid.contains(old))
+                hasRowid: withRowid.contains(old), currentAlias: try TableSource.Column.rowidAlias(db, table: currentName),
+                targetAlias: target.rowidAliases[name])
         }
 
         // The tables as they are once dropped and renamed: what each kept table is compared with.
@@ -118,10 +119,14 @@ struct DeclarativePlanner {
                 } else if let added = addedColumns(old, new, sql: object.sql), found.isEmpty {
                     tableSteps += added.map { Step("ALTER TABLE \(q(source.targetName)) ADD COLUMN \($0);") }
                 } else {
-                    let converted = try losses.convertedColumns(source, strictTarget: new.options.contains("strict"))
+                    let converted = try losses.convertedColumns(
+                        source, strictTarget: new.options.contains("strict"), strictSource: old.options.contains("strict"))
                     let sequence = try Self.sequence(of: source.currentName, in: db)
+                    let keys = try losses.rowids(source, targetWithoutRowid: new.options.contains("without rowid"))
                     tableSteps.append(
-                        Step(try rebuild(source, sql: object.sql, new: new, sequence: sequence), losses: try losses.droppedColumns(source) + converted + found))
+                        Step(
+                            try rebuild(source, sql: object.sql, new: new, sequence: sequence),
+                            losses: try losses.droppedColumns(source) + converted + keys + found, keepsRowsOf: source.targetName))
                     remade.insert(name)
                 }
             }
@@ -190,7 +195,7 @@ struct DeclarativePlanner {
     }
 
     /// SQLite's documented rebuild: the new table under a temporary name, the shared columns
-    /// (and the rowid, when both tables have one that no column names) copied, the old table
+    /// (and the rowid, when both tables have one: see ``TableSource/rowidCopy(targetWithoutRowid:)``) copied, the old table
     /// dropped, the new one renamed.
     ///
     /// An `AUTOINCREMENT` table's counter (`sequence`, its `sqlite_sequence` row before the
@@ -209,14 +214,9 @@ struct DeclarativePlanner {
             columns.append(q(column.name))
             values.append(value)
         }
-        let rowidNames: Set<String> = ["rowid", "oid", "_rowid_"]
-        let keys = source.targetColumns.filter { $0.primaryKey > 0 }
-        let targetHasAlias = keys.count == 1 && keys[0].type.uppercased() == "INTEGER"
-        if source.hasRowid, !new.options.contains("without rowid"), !targetHasAlias,
-            !(source.currentColumns + source.targetColumns).contains(where: { rowidNames.contains($0.key) })
-        {
-            columns.insert("rowid", at: 0)
-            values.insert("rowid", at: 0)
+        if case .copy(let from, let into) = source.rowidCopy(targetWithoutRowid: new.options.contains("without rowid")) {
+            columns.insert(into, at: 0)
+            values.insert(from, at: 0)
         }
         let copy = columns.isEmpty
             ? ""

@@ -17,7 +17,14 @@ public struct MigrationPlan: Sendable {
         /// The losses the bundle does not accept with `-- accountd: allow-drop`.
         public var refused: [String]
 
-        init(_ sql: String, losses: [Loss] = []) {
+        /// A table the step rebuilds, which must hold as many rows after the step as before:
+        /// the migration fails when it does not (an `ON CONFLICT REPLACE` or `IGNORE` of the new
+        /// table resolving rows that became equal under a new collation or type), so no row
+        /// is ever deleted unseen.
+        public var keepsRowsOf: String?
+
+        init(_ sql: String, losses: [Loss] = [], keepsRowsOf: String? = nil) {
+            self.keepsRowsOf = keepsRowsOf
             let marks = losses.map { "-- lossy: \($0.text)" + ($0.allowed ? " (allowed by allow-drop)" : "") + "\n" }.joined()
             self.sql = marks + sql
             self.losses = losses.map(\.text)

@@ -123,7 +123,18 @@ struct Migrator {
         for (index, step) in plan.steps.enumerated() {
             progress?(MigrationProgress(step: index + 1, of: plan.steps.count, name: "schema.sql", version: declarative.version))
             do {
+                let rowsBefore = try step.keepsRowsOf.map { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.quotedIdentifier)") ?? 0 }
                 try db.execute(sql: step.sql)
+                if let table = step.keepsRowsOf, let rowsBefore {
+                    let rowsAfter = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.quotedIdentifier)") ?? 0
+                    guard rowsAfter == rowsBefore else {
+                        throw failure(
+                            "step \(index + 1) of \(plan.steps.count) of the plan to schema.sql would lose rows: table \(table) held \(rowsBefore) row(s) "
+                                + "and its rebuilt copy holds \(rowsAfter) (an ON CONFLICT REPLACE or IGNORE in schema.sql resolved rows that "
+                                + "became equal under a new collation or type); fix those rows first ('accountctl plan \(account)' shows the steps)",
+                            from: fromVersion, file: bundle.directory + "/schema.sql", resultCode: .SQLITE_CONSTRAINT)
+                    }
+                }
             } catch let error as DatabaseError {
                 throw failure(
                     "step \(index + 1) of \(plan.steps.count) of the plan to schema.sql failed: \(ErrorText.of(error)) "

@@ -197,16 +197,19 @@ enum SchemaReader {
     /// A default value in canonical form: `(0)` and `0` are the same default.
     ///
     /// No column is in scope in a default, so `DEFAULT "Pending"` and `DEFAULT Pending` are the
-    /// string 'Pending': their case is kept (only SQL's keywords are lowercased).
+    /// string 'Pending', and are written so: their case is kept, and they equal `DEFAULT 'Pending'`.
     static func normalizeDefault(_ text: String) -> String {
         var tokens = SQLLexer.tokens(text)[...]
         while tokens.count >= 2, tokens.first?.raw == "(", tokens.last?.raw == ")", wrapsWhole(tokens) {
             tokens = tokens.dropFirst().dropLast()
         }
+        func literal(_ value: String) -> String { "'" + value.replacingOccurrences(of: "'", with: "''") + "'" }
         if tokens.count == 1, let word = tokens.first, word.kind == .word, !defaultKeywords.contains(word.normalized) {
-            return String(word.raw)
+            return literal(String(word.raw))
         }
-        return SQLLexer.normalize(tokens)
+        return tokens.map { token in
+            token.kind == .quotedIdentifier && token.raw.first == "\"" ? literal(SQLLexer.Token.unquote(token.raw)) : SQLLexer.normalize([token][...])
+        }.joined(separator: " ")
     }
 
     private static let defaultKeywords: Set<String> = ["null", "true", "false", "current_time", "current_date", "current_timestamp"]

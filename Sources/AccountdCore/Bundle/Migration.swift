@@ -146,9 +146,9 @@ public struct Migration: Sendable, Identifiable {
             if let reserved = statement.changedObjects.first(where: Self.isReserved) {
                 throw AccountdError(
                     .invalidBundle,
-                    "\(file) line \(statement.line): \(reserved) is not the bundle's: a bundle may not write, drop, alter or rename a table to accountd_* tables "
+                    "\(file) line \(statement.line): \(reserved) is not the bundle's: a bundle may not write, drop or alter accountd_* tables "
                         + "(the daemon's own records), Litestream's tables or SQLite's (but sqlite_sequence and sqlite_stat*), "
-                        + "nor hang an index or trigger on them; remove the statement",
+                        + "rename a table to such a name, nor hang an index or trigger on them; remove the statement",
                     file: file, line: statement.line)
             }
         }

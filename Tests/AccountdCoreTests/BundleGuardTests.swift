@@ -50,6 +50,24 @@ import Testing
         #expect(try refusal([chain], schema: chain) == nil)
     }
 
+    /// An account holds the daemon's tables, whose columns (`name`, `key`) the bundle's target
+    /// lacks: `"Name"` in a trigger is the same string literal in both, and the account migrates.
+    @Test func aStringNamedLikeADaemonColumnIsAStringInTheAccountToo() throws {
+        let dir = TestDirectory()
+        let root = try DataRoot(dir.sub("root"))
+        let alice = try AccountName("alice")
+        let steps = [
+            "CREATE TABLE person (id INTEGER PRIMARY KEY, label TEXT);\nCREATE TABLE log (x);\nCREATE TRIGGER person_added AFTER INSERT ON person BEGIN INSERT INTO log VALUES (\"Name\"); END;",
+            "ALTER TABLE person ADD COLUMN age INTEGER;",
+        ]
+        let v1 = try SchemaBundle.load(from: try BundleFixture.write(at: dir.sub("b1"), steps: Array(steps.prefix(1))))
+        _ = try AccountStore(root: root, bundle: v1).open(alice)
+        let v2 = try SchemaBundle.load(from: try BundleFixture.write(at: dir.sub("b2"), steps: steps))
+        _ = try AccountStore(root: root, bundle: v2).open(alice)
+        let version = try DatabaseQueue(path: dir.sub("root") + "/accounts/alice.sqlite").read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
+        #expect(version == 2)
+    }
+
     /// Identifiers still compare without case or quotes, whether a name is quoted or not.
     @Test func quotedAndBareIdentifiersStillCompareEqual() throws {
         let chain = """

@@ -53,9 +53,14 @@ enum SchemaReader {
 
     /// Every object name and every column name of a table or view, lowercased: a double-quoted
     /// token equal to one of these is taken for an identifier, any other for a string literal.
+    /// Only the objects ``read(_:)`` reads count: the daemon's `accountd_*` tables are in an
+    /// account but not in the bundle's target, and their columns (`name`, `key`, ...) would
+    /// otherwise make `"Name"` an identifier on one side and a string on the other.
     static func identifiers(_ db: Database) throws -> Set<String> {
-        var names = Set(try String.fetchAll(db, sql: "SELECT lower(name) FROM sqlite_master"))
-        for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')") {
+        let objects = try Row.fetchAll(db, sql: definitionsQuery)
+        var names = Set(objects.map { ($0["name"] as String).lowercased() })
+        for row in objects where ["table", "view"].contains(row["type"] as String) {
+            let table: String = row["name"]
             // A virtual table whose module is missing, or a broken view, has no columns to read.
             let columns = (try? String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_xinfo(?)", arguments: [table])) ?? []
             names.formUnion(columns)

@@ -28,6 +28,8 @@ import Testing
         ("TEXT UNIQUE ON CONFLICT IGNORE", nil), ("TEXT COLLATE NOCASE UNIQUE", nil), ("TEXT", "UNIQUE (c COLLATE NOCASE)"),
         ("TEXT NOT NULL DEFAULT 'x'", nil), ("TEXT NOT NULL ON CONFLICT REPLACE DEFAULT 'x'", nil),
         ("TEXT DEFAULT 'x'", nil), ("TEXT DEFAULT ('x')", nil), ("TEXT DEFAULT 'y'", nil),
+        // Double-quoted and bare defaults are strings, whose case counts.
+        ("TEXT DEFAULT \"x\"", nil), ("TEXT DEFAULT \"X\"", nil), ("TEXT DEFAULT x", nil), ("TEXT DEFAULT X", nil),
         ("TEXT CHECK (length(c) < 5)", nil), ("TEXT CHECK (length(c) < 6)", nil), ("TEXT", "CHECK (length(c) < 5)"),
         ("INTEGER", nil), ("", nil), ("REAL", nil),
         ("INTEGER GENERATED ALWAYS AS (d * 2) STORED", nil), ("INTEGER AS (d*2) STORED", nil),

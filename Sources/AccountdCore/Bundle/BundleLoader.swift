@@ -28,6 +28,7 @@ struct BundleLoader {
             var previous: [String: String] = [:]
             for migration in migrations {
                 try run(migration.script, file: migration.relativePath, in: db)
+                try Self.refuseReserved(db, file: migration.relativePath)
                 let objects = try Self.objectSQL(db)
                 for (key, sql) in objects where previous[key] != sql {
                     chainLocations[key] = Self.location(of: key, in: migration.script, file: migration.relativePath)
@@ -48,6 +49,7 @@ struct BundleLoader {
             try built.writeWithoutTransaction { db in
                 let filtered = SQLScript(statements: schemaScript.statements.filter { !Self.createsInternalTable($0) })
                 try run(filtered, file: "schema.sql", in: db)
+                try Self.refuseReserved(db, file: "schema.sql")
             }
             var locations: [String: String] = [:]
             for statement in schemaScript.statements {
@@ -86,11 +88,10 @@ struct BundleLoader {
             if let object = statement.createdObject { locations["\(object.kind) \(object.name)"] = "schema.sql line \(statement.line)" }
         }
         if hasTemplate { try checkTemplate(templatePath, against: targetSchema, locations) }
-        if let onOpenScript {
-            let reference = try declarative.loadTarget()
-            defer { try? reference.close() }
-            try checkOnOpen(onOpenScript, in: reference)
-        }
+        let reference = try declarative.loadTarget()
+        defer { try? reference.close() }
+        try reference.read { try Self.refuseReserved($0, file: "schema.sql") }
+        if let onOpenScript { try checkOnOpen(onOpenScript, in: reference) }
         return SchemaBundle(
             directory: root, migrations: [], declarative: declarative, schemaScript: declarative.script,
             templatePath: hasTemplate ? templatePath : nil, onOpenScript: onOpenScript, targetSchema: targetSchema,
@@ -113,6 +114,7 @@ struct BundleLoader {
                 "schema.sql declares a declarative bundle, but there is a migrations/ folder too: a bundle is either a chain of migrations or declarative; remove one",
                 file: "schema.sql", line: 1)
         }
+        try Self.refuseMiscasedDirectives(text)
         // Checked before SQLite runs any of it: no ATTACH, VACUUM or transaction control.
         let script = SQLScript(text)
         try Migration.checkStatements(script, file: "schema.sql")
@@ -128,15 +130,32 @@ struct BundleLoader {
                     + "Run sqlite3 template.sqlite 'PRAGMA wal_checkpoint(TRUNCATE)' and ship the file alone",
                 file: "template.sqlite")
         }
+        if let journal = try? FileManager.default.attributesOfItem(atPath: templatePath + "-journal")[.size] as? Int, journal > 0 {
+            // The template is opened immutable, so SQLite would not roll this journal back:
+            // every new account would get the half-written file.
+            throw AccountdError(
+                .invalidBundle,
+                "template.sqlite has a non-empty template.sqlite-journal beside it: a write to it was interrupted and the file itself may be half-changed. "
+                    + "Open it once with sqlite3 template.sqlite 'PRAGMA integrity_check' (that rolls the journal back) and ship the file alone",
+                file: "template.sqlite")
+        }
         let template: NormalizedSchema
         do {
             let queue = try Connections.template(templatePath)
             template = try queue.read { db in
-                let reserved = try SchemaReader.reservedObjects(db)
+                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                if integrity != ["ok"] {
+                    throw AccountdError(
+                        .invalidBundle,
+                        "template.sqlite is damaged: PRAGMA integrity_check says \(integrity.prefix(3).joined(separator: "; ")); "
+                            + "rebuild the template (sqlite3 template.sqlite .dump | sqlite3 new.sqlite)",
+                        file: "template.sqlite")
+                }
+                let reserved = try SchemaReader.reservedReferences(db, litestream: false)
                 if !reserved.isEmpty {
                     throw AccountdError(
                         .invalidBundle,
-                        "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved",
+                        "template.sqlite contains \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved; remove them from the template",
                         file: "template.sqlite")
                 }
                 // Seed rows are copied into every new account: one that breaks a foreign key would fail
@@ -167,7 +186,44 @@ struct BundleLoader {
             try db.execute(sql: "SAVEPOINT on_open_check")
             defer { try? db.execute(sql: "ROLLBACK TO on_open_check; RELEASE on_open_check") }
             try run(onOpenScript, file: "on-open.sql", in: db)
+            try Self.refuseReserved(db, file: "on-open.sql")
         }
+    }
+
+    /// Refuses a declarative `schema.sql` line with a directive that its reader would pass over:
+    /// it reads `-- accountd:` and `--accountd:` as written, in lowercase (a chain migration's
+    /// header takes any case; here a `-- ACCOUNTD: renamed-from` would be a silent no-op).
+    private static func refuseMiscasedDirectives(_ text: String) throws {
+        for (offset, line) in BundleText.lines(text).enumerated() where offset > 0 {
+            var rest = line[...]
+            while let dashes = rest.range(of: "--") {
+                let after = rest[dashes.upperBound...]
+                let comment = after.drop { $0 == " " || $0 == "\t" }
+                if comment.lowercased().hasPrefix("accountd:"),
+                    !(after.hasPrefix(" accountd:") || after.hasPrefix("accountd:"))
+                {
+                    throw AccountdError(
+                        .invalidBundle,
+                        "schema.sql line \(offset + 1): a directive is written '-- accountd: ...' (lowercase, one space or none); "
+                            + "this one would be ignored; rewrite it",
+                        file: "schema.sql", line: offset + 1)
+                }
+                rest = after
+            }
+        }
+    }
+
+    /// Refuses a bundle whose `file`, once run, left an object behind that is not the bundle's
+    /// (see ``SchemaReader/reservedReferences(_:)``), whatever statement made it.
+    private static func refuseReserved(_ db: Database, file: String) throws {
+        let reserved = try SchemaReader.reservedReferences(db)
+        guard !reserved.isEmpty else { return }
+        throw AccountdError(
+            .invalidBundle,
+            "\(file) leaves \(reserved.joined(separator: ", ")) behind: names beginning with accountd_ are reserved for the daemon's own records, "
+                + "_litestream_seq and _litestream_lock are Litestream's, and a bundle may not create, rename into or hang an index, trigger or view on them; "
+                + "rename the object or remove the statement",
+            file: file)
     }
 
     private func readMigrations() throws -> [Migration] {
@@ -225,8 +281,15 @@ struct BundleLoader {
         do {
             try ScriptRunner.run(script, file: file, in: db)
         } catch {
+            // A new account is built by running the bundle before the daemon's records exist, so a
+            // bundle script can never rely on them.
+            let reason =
+                error.file != "on-open.sql"
+                    && (error.sqliteMessage.contains("no such table: accountd_") || error.sqliteMessage.contains("no such table: main.accountd_"))
+                ? "; the daemon's accountd_* tables do not exist while a new account is built from the bundle, so bundle scripts may not read them"
+                : ""
             throw AccountdError(
-                .invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
+                .invalidBundle, "\(error.location): \(error.sqliteMessage)\(reason)", file: error.file, line: error.line)
         }
     }
 

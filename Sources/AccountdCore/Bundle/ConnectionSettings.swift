@@ -30,11 +30,31 @@ struct ConnectionSettings {
     }
 
     /// Puts every setting back as it was read. `case_sensitive_like` cannot be read, and goes
-    /// back to SQLite's default, off.
+    /// back to SQLite's default, off. Every `TEMP` table, view, index and trigger the script
+    /// made is dropped: those too last as long as the connection, and a temporary trigger or
+    /// view left by one migration would change what the next one does.
     func restore(_ db: Database) throws {
         for (name, value) in values where try Int64.fetchOne(db, sql: "PRAGMA \(name)") != value {
             try db.execute(sql: "PRAGMA \(name) = \(value)")
         }
         try db.execute(sql: "PRAGMA case_sensitive_like = OFF")
+        try Self.dropTemporaryObjects(db)
+    }
+
+    /// Drops every object of the `temp` schema: triggers and views first, then tables (which
+    /// take their indexes with them).
+    static func dropTemporaryObjects(_ db: Database) throws {
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT type, name FROM sqlite_temp_master
+                WHERE type IN ('trigger', 'view', 'table') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END
+                """)
+        for row in rows {
+            let type: String = row["type"]
+            let name: String = row["name"]
+            try db.execute(sql: "DROP \(type.uppercased()) IF EXISTS temp.\(name.quotedIdentifier)")
+        }
     }
 }

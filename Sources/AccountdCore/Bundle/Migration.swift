@@ -48,10 +48,15 @@ public struct Migration: Sendable, Identifiable {
 
         var readableBy = parsed.version
         var allowsViolations = false
-        for (offset, line) in BundleText.lines(text).enumerated() {
+        let lines = BundleText.lines(text)
+        var headerEnd = lines.count
+        for (offset, line) in lines.enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
-            guard trimmed.hasPrefix("--") else { break }
+            guard trimmed.hasPrefix("--") else {
+                headerEnd = offset
+                break
+            }
             let comment = trimmed.dropFirst(2).trimmingCharacters(in: .whitespaces)
             guard comment.lowercased().hasPrefix("accountd:") else { continue }
             let directive = comment.dropFirst("accountd:".count).trimmingCharacters(in: .whitespaces)
@@ -74,9 +79,24 @@ public struct Migration: Sendable, Identifiable {
                     file: relativePath, line: offset + 1)
             }
         }
+        // A directive below the first statement would be silently ignored: surely a mistake.
+        for offset in headerEnd..<lines.count where Self.isDirective(lines[offset]) {
+            throw AccountdError(
+                .invalidBundle,
+                "\(relativePath) line \(offset + 1): an '-- accountd:' directive is read only in the comments at the top of the file, "
+                    + "before the first statement; move it there (or reword the comment)",
+                file: relativePath, line: offset + 1)
+        }
         self.readableBy = readableBy
         self.allowsForeignKeyViolations = allowsViolations
         try Self.checkStatements(script, file: relativePath)
+    }
+
+    /// Whether `line` is a whole-line `-- accountd:` comment, in any case.
+    static func isDirective(_ line: Substring) -> Bool {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("--") else { return false }
+        return trimmed.dropFirst(2).trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("accountd:")
     }
 
     /// `0012_add_index.sql` → (12, "0012_add_index"); nil when the name does not fit.
@@ -128,7 +148,7 @@ public struct Migration: Sendable, Identifiable {
                     .invalidBundle,
                     "\(file) line \(statement.line): \(reserved) is not the bundle's: a bundle may not write, drop or alter accountd_* tables "
                         + "(the daemon's own records), Litestream's tables or SQLite's (but sqlite_sequence and sqlite_stat*), "
-                        + "nor hang an index or trigger on them; remove the statement",
+                        + "rename a table to such a name, nor hang an index or trigger on them; remove the statement",
                     file: file, line: statement.line)
             }
         }

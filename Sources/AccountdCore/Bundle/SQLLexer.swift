@@ -203,11 +203,18 @@ struct SQLLexer {
     /// identifiers lowercased and unquoted, `IF NOT EXISTS` removed, literals kept.
     ///
     /// Two statements that differ only in those respects normalise to the same string.
-    static func normalize(_ text: String) -> String {
-        normalize(tokens(text)[...])
+    ///
+    /// A double-quoted token is SQLite's string literal whenever no column of that name is in
+    /// scope (`DEFAULT "Pending"`, `VALUES("Created")`), so its case matters: it is kept exactly
+    /// as written unless its lowercased text is in `identifiers`, the names of the schema's
+    /// objects and columns, which are compared without case. Backquoted and bracketed tokens
+    /// are always identifiers.
+    static func normalize(_ text: String, identifiers: Set<String> = []) -> String {
+        normalize(tokens(text)[...], identifiers: identifiers)
     }
 
-    static func normalize(_ tokens: ArraySlice<Token>) -> String {
+    /// ``normalize(_:identifiers:)`` of tokens already split.
+    static func normalize(_ tokens: ArraySlice<Token>, identifiers: Set<String> = []) -> String {
         var parts: [String] = []
         parts.reserveCapacity(tokens.count)
         var index = tokens.startIndex
@@ -219,15 +226,16 @@ struct SQLLexer {
                 index += 3
                 continue
             }
-            parts.append(quoteIfNeeded(token))
+            parts.append(quoteIfNeeded(token, identifiers: identifiers))
             index += 1
         }
         return parts.joined(separator: " ")
     }
 
-    private static func quoteIfNeeded(_ token: Token) -> String {
+    private static func quoteIfNeeded(_ token: Token, identifiers: Set<String>) -> String {
         guard token.kind == .quotedIdentifier else { return token.normalized }
         let name = token.normalized
+        if token.raw.first == "\"", !identifiers.contains(name) { return String(token.raw) }
         let plain = !name.isEmpty && name.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c >= 0x80
         } && !(name.utf8.first! >= 0x30 && name.utf8.first! <= 0x39)

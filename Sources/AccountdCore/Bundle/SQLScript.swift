@@ -64,7 +64,7 @@ struct SQLScript: Sendable {
 
         /// The objects this statement writes, drops, alters or hangs an index or trigger on,
         /// by name (lowercased, without a schema), wherever they appear in it, trigger
-        /// bodies included: `DROP ... [IF EXISTS] x`, `ALTER TABLE x`, `INSERT|REPLACE INTO x`,
+        /// bodies included: `DROP ... [IF EXISTS] x`, `ALTER TABLE x`, `RENAME TO x`, `INSERT|REPLACE INTO x`,
         /// `UPDATE [OR ...] x`, `DELETE FROM x`, and the table after `ON` in `CREATE INDEX`
         /// or `CREATE TRIGGER`. Reading an object is not counted.
         var changedObjects: [String] {
@@ -83,6 +83,11 @@ struct SQLScript: Sendable {
                     target = isKeyword(index + 2, "if") && isKeyword(index + 3, "exists") ? index + 4 : index + 2
                 } else if isKeyword(index, "alter"), isKeyword(index + 1, "table") {
                     target = index + 2
+                } else if isKeyword(index, "rename"), isKeyword(index + 1, "to"), index + 2 < tokens.count,
+                    tokens[index + 2].isCreatedName
+                {
+                    // `ALTER TABLE t RENAME TO accountd_prefs` makes the reserved table as surely as CREATE does.
+                    names.append(tokens[index + 2].nameValue)
                 } else if isKeyword(index, "into") {
                     target = index + 1
                 } else if isKeyword(index, "update") {

@@ -34,12 +34,15 @@ public struct NormalizedSchema: Hashable, Sendable {
         public var targetColumns: [String]
         public var onUpdate: String
         public var onDelete: String
+        /// `DEFERRABLE INITIALLY DEFERRED`: checked at commit, not at each statement.
+        public var deferred: Bool = false
 
         public static func < (a: ForeignKey, b: ForeignKey) -> Bool { a.description < b.description }
 
         var description: String {
             "(\(columns.joined(separator: ", "))) references \(table)(\(targetColumns.joined(separator: ", ")))"
                 + " on update \(onUpdate.lowercased()) on delete \(onDelete.lowercased())"
+                + (deferred ? " deferrable initially deferred" : "")
         }
     }
 

@@ -7,6 +7,7 @@ enum SchemaReader {
     /// `_litestream_*` objects (``LitestreamTables``).
     static func read(_ db: Database) throws -> NormalizedSchema {
         var schema = NormalizedSchema()
+        let names = try identifiers(db)
         for row in try Row.fetchAll(db, sql: definitionsQuery) {
             let type: String = row["type"]
             let name: String = row["name"]
@@ -14,13 +15,13 @@ enum SchemaReader {
             let sql: String? = row["sql"]
             switch type {
             case "table":
-                schema.tables[key] = try readTable(db, name: name, sql: sql ?? "")
+                schema.tables[key] = try readTable(db, name: name, sql: sql ?? "", identifiers: names)
             case "index":
-                if let sql { schema.indexes[key] = SQLLexer.normalize(sql) }
+                if let sql { schema.indexes[key] = SQLLexer.normalize(sql, identifiers: names) }
             case "view":
-                if let sql { schema.views[key] = SQLLexer.normalize(sql) }
+                if let sql { schema.views[key] = SQLLexer.normalize(sql, identifiers: names) }
             case "trigger":
-                if let sql { schema.triggers[key] = SQLLexer.normalize(sql) }
+                if let sql { schema.triggers[key] = SQLLexer.normalize(sql, identifiers: names) }
             default:
                 break
             }
@@ -50,7 +51,46 @@ enum SchemaReader {
             db, sql: "SELECT name FROM sqlite_master WHERE name LIKE 'accountd\\_%' ESCAPE '\\' ORDER BY name")
     }
 
-    private static func readTable(_ db: Database, name: String, sql: String) throws -> NormalizedSchema.Table {
+    /// Every object name and every column name of a table or view, lowercased: a double-quoted
+    /// token equal to one of these is taken for an identifier, any other for a string literal.
+    /// Only the objects ``read(_:)`` reads count: the daemon's `accountd_*` tables are in an
+    /// account but not in the bundle's target, and their columns (`name`, `key`, ...) would
+    /// otherwise make `"Name"` an identifier on one side and a string on the other.
+    static func identifiers(_ db: Database) throws -> Set<String> {
+        let objects = try Row.fetchAll(db, sql: definitionsQuery)
+        var names = Set(objects.map { ($0["name"] as String).lowercased() })
+        for row in objects where ["table", "view"].contains(row["type"] as String) {
+            let table: String = row["name"]
+            // A virtual table whose module is missing, or a broken view, has no columns to read.
+            let columns = (try? String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_xinfo(?)", arguments: [table])) ?? []
+            names.formUnion(columns)
+        }
+        return names
+    }
+
+    /// Every object that is not the bundle's to have, as `kind name` (`trigger spy on accountd_prefs`):
+    /// one named `accountd_*` or like Litestream's tables, or an index or trigger on one of those.
+    /// A bundle script that leaves any behind is refused, however it made them (`CREATE`, or
+    /// `ALTER TABLE ... RENAME TO`).
+    /// With `litestream` false, Litestream's tables are not counted (a template copied from a
+    /// replicated file may carry them; they are dropped from every copy).
+    static func reservedReferences(_ db: Database, litestream: Bool = true) throws -> [String] {
+        let litestreamCondition =
+            litestream ? "OR NOT (\(LitestreamTables.excluded("name"))) OR NOT (\(LitestreamTables.excluded("tbl_name")))" : ""
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT type, name, tbl_name FROM sqlite_master
+                WHERE name LIKE 'accountd\\_%' ESCAPE '\\' OR tbl_name LIKE 'accountd\\_%' ESCAPE '\\' \(litestreamCondition)
+                ORDER BY name
+                """
+        ).map { row in
+            let (type, name, table): (String, String, String) = (row["type"], row["name"], row["tbl_name"])
+            return name == table ? "\(type) \(name)" : "\(type) \(name) on \(table)"
+        }
+    }
+
+    private static func readTable(_ db: Database, name: String, sql: String, identifiers: Set<String>) throws -> NormalizedSchema.Table {
         let tokens = SQLLexer.tokens(sql)
         var options: [String] = []
         if tokens.count > 2, tokens[1].isKeyword("virtual") {
@@ -58,7 +98,7 @@ enum SchemaReader {
             return NormalizedSchema.Table(
                 columns: [], foreignKeys: [], checks: [], uniques: [], options: ["virtual " + SQLLexer.normalize(sql)])
         }
-        let clauses = TableClauses(tokens)
+        let clauses = TableClauses(tokens, identifiers: identifiers)
         let columns = try Row.fetchAll(db, sql: "SELECT * FROM pragma_table_xinfo(?)", arguments: [name]).map { row in
             let column: String = row["name"]
             return NormalizedSchema.Column(
@@ -86,34 +126,47 @@ enum SchemaReader {
             key.targetColumns.append((row["to"] as String?)?.lowercased() ?? "")
             keys[id] = key
         }
+        for (id, key) in keys where clauses.deferredForeignKeys.contains(key.columns.joined(separator: ",") + ">" + key.table) {
+            keys[id]?.deferred = true
+        }
         var uniques: [String] = []
+        var hasPrimaryKeyIndex = false
         for row in try Row.fetchAll(db, sql: "SELECT name, origin FROM pragma_index_list(?)", arguments: [name])
         where ["u", "pk"].contains(row["origin"] as String) {
             // Each key column with its collation when it is not BINARY: a UNIQUE under NOCASE
-            // refuses what one under BINARY accepts.
+            // refuses what one under BINARY accepts; and DESC, which orders a WITHOUT ROWID table.
             let indexColumns = try String.fetchAll(
                 db,
                 sql: """
                     SELECT lower(coalesce(name, '<expression>')) || CASE WHEN lower(coll) = 'binary' THEN '' ELSE ' collate ' || lower(coll) END
+                        || CASE WHEN "desc" THEN ' desc' ELSE '' END
                     FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno
                     """,
                 arguments: [row["name"] as String])
             let list = "(" + indexColumns.joined(separator: ", ") + ")"
+            if (row["origin"] as String) == "pk" { hasPrimaryKeyIndex = true }
             if (row["origin"] as String) == "u" {
                 uniques.append(list)
-            } else if list.contains(" collate ") {
+            } else if list.contains(" collate ") || list.contains(" desc") {
                 uniques.append("primary key " + list)
             }
         }
         if tokens.contains(where: { $0.isKeyword("autoincrement") }) { options.append("autoincrement") }
         options += trailingOptions(tokens)
+        // `INTEGER PRIMARY KEY DESC` (and a few other spellings) is an ordinary column with its own
+        // index, not the rowid: NULL is stored as NULL instead of taking a new rowid, and a rebuild
+        // keeps other values. A rowid alias has no index of its own.
+        let keyColumns = columns.filter { $0.primaryKeyPosition > 0 }
+        if hasPrimaryKeyIndex, !options.contains("without rowid"), keyColumns.count == 1, keyColumns[0].type == "INTEGER" {
+            options.append("integer primary key is not the rowid")
+        }
         return NormalizedSchema.Table(
-            columns: columns, foreignKeys: keys.values.sorted(), checks: checks(in: tokens).sorted(),
+            columns: columns, foreignKeys: keys.values.sorted(), checks: checks(in: tokens, identifiers: identifiers).sorted(),
             uniques: uniques.sorted(), options: options.sorted(), conflicts: clauses.tableConflicts.sorted())
     }
 
     /// The normalised bodies of every `CHECK (...)` in a CREATE TABLE statement.
-    static func checks(in tokens: [SQLLexer.Token]) -> [String] {
+    static func checks(in tokens: [SQLLexer.Token], identifiers: Set<String> = []) -> [String] {
         var out: [String] = []
         var index = 0
         while index < tokens.count {
@@ -128,7 +181,7 @@ enum SchemaReader {
                     }
                     end += 1
                 }
-                out.append(SQLLexer.normalize(tokens[(index + 2)..<min(end, tokens.count)]))
+                out.append(SQLLexer.normalize(tokens[(index + 2)..<min(end, tokens.count)], identifiers: identifiers))
                 index = end
             }
             index += 1
@@ -147,13 +200,24 @@ enum SchemaReader {
     }
 
     /// A default value in canonical form: `(0)` and `0` are the same default.
+    ///
+    /// No column is in scope in a default, so `DEFAULT "Pending"` and `DEFAULT Pending` are the
+    /// string 'Pending', and are written so: their case is kept, and they equal `DEFAULT 'Pending'`.
     static func normalizeDefault(_ text: String) -> String {
         var tokens = SQLLexer.tokens(text)[...]
         while tokens.count >= 2, tokens.first?.raw == "(", tokens.last?.raw == ")", wrapsWhole(tokens) {
             tokens = tokens.dropFirst().dropLast()
         }
-        return SQLLexer.normalize(tokens)
+        func literal(_ value: String) -> String { "'" + value.replacingOccurrences(of: "'", with: "''") + "'" }
+        if tokens.count == 1, let word = tokens.first, word.kind == .word, !defaultKeywords.contains(word.normalized) {
+            return literal(String(word.raw))
+        }
+        return tokens.map { token in
+            token.kind == .quotedIdentifier && token.raw.first == "\"" ? literal(SQLLexer.Token.unquote(token.raw)) : SQLLexer.normalize([token][...])
+        }.joined(separator: " ")
     }
+
+    private static let defaultKeywords: Set<String> = ["null", "true", "false", "current_time", "current_date", "current_timestamp"]
 
     private static func wrapsWhole(_ tokens: ArraySlice<SQLLexer.Token>) -> Bool {
         var depth = 0

@@ -13,19 +13,26 @@ struct TableClauses {
     /// the table or on a column.
     var tableConflicts: [String] = []
 
+    /// The foreign keys declared `DEFERRABLE INITIALLY DEFERRED`, each as its child columns
+    /// and parent table, lowercased (`a,b>parent`): `PRAGMA foreign_key_list` does not say.
+    var deferredForeignKeys: Set<String> = []
+
     private static let constraintStarts: Set<String> = ["constraint", "primary", "unique", "check", "foreign"]
 
-    init(_ tokens: [SQLLexer.Token]) {
+    /// Reads the clauses of `tokens`; `identifiers` as in ``SQLLexer/normalize(_:identifiers:)``.
+    init(_ tokens: [SQLLexer.Token], identifiers: Set<String> = []) {
         for item in Self.items(tokens) {
             guard let first = item.first else { continue }
             if first.kind == .word, Self.constraintStarts.contains(first.normalized) {
-                tableConflicts += Self.tableConflicts(item)
+                tableConflicts += Self.tableConflicts(item, identifiers)
+                if let key = Self.deferredForeignKey(item, column: nil) { deferredForeignKeys.insert(key) }
                 continue
             }
             guard first.isCreatedName else { continue }
             let column = first.nameValue
+            if let key = Self.deferredForeignKey(item, column: column) { deferredForeignKeys.insert(key) }
             let rest = item.dropFirst()
-            if let expression = Self.generatedExpression(rest) { generated[column] = expression }
+            if let expression = Self.generatedExpression(rest, identifiers) { generated[column] = expression }
             for (kind, resolution) in Self.conflicts(rest) {
                 // A column's UNIQUE or PRIMARY KEY is the same key as the table constraint on
                 // that one column, and is recorded the same way.
@@ -63,7 +70,7 @@ struct TableClauses {
     }
 
     /// `AS (expr)` at the item's top level, normalised.
-    private static func generatedExpression(_ item: ArraySlice<SQLLexer.Token>) -> String? {
+    private static func generatedExpression(_ item: ArraySlice<SQLLexer.Token>, _ identifiers: Set<String>) -> String? {
         var depth = 0
         for index in item.indices {
             let token = item[index]
@@ -71,7 +78,7 @@ struct TableClauses {
             if token.raw == ")" { depth -= 1 }
             guard depth == 0, token.isKeyword("as"), index + 1 < item.endIndex, item[index + 1].raw == "(" else { continue }
             guard let close = matchingParenthesis(item, from: index + 1) else { return nil }
-            return SQLLexer.normalize(item[(index + 2)..<close])
+            return SQLLexer.normalize(item[(index + 2)..<close], identifiers: identifiers)
         }
         return nil
     }
@@ -94,7 +101,7 @@ struct TableClauses {
     }
 
     /// `PRIMARY KEY (...) ON CONFLICT x` or `UNIQUE (...) ON CONFLICT x` of a table constraint.
-    private static func tableConflicts(_ item: ArraySlice<SQLLexer.Token>) -> [String] {
+    private static func tableConflicts(_ item: ArraySlice<SQLLexer.Token>, _ identifiers: Set<String>) -> [String] {
         guard let on = item.indices.first(where: { item[$0].isKeyword("on") && $0 + 2 < item.endIndex && item[$0 + 1].isKeyword("conflict") }),
             let open = item.indices.first(where: { item[$0].raw == "(" }), open < on,
             let close = matchingParenthesis(item, from: open)
@@ -102,7 +109,27 @@ struct TableClauses {
         let resolution = item[on + 2].normalized
         guard resolution != "abort" else { return [] }
         let kind = item.contains(where: { $0.isKeyword("primary") }) ? "primary key" : "unique"
-        return ["\(kind) (\(SQLLexer.normalize(item[(open + 1)..<close]))) on conflict \(resolution)"]
+        return ["\(kind) (\(SQLLexer.normalize(item[(open + 1)..<close], identifiers: identifiers))) on conflict \(resolution)"]
+    }
+
+    /// `a,b>parent` for an item whose `REFERENCES parent` is `DEFERRABLE INITIALLY DEFERRED`;
+    /// `column` for a column's item, else the columns of `FOREIGN KEY (a, b)`.
+    static func deferredForeignKey(_ item: ArraySlice<SQLLexer.Token>, column: String?) -> String? {
+        guard let references = item.indices.first(where: { item[$0].isKeyword("references") }),
+            references + 1 < item.endIndex, item[references + 1].isCreatedName,
+            let deferrable = item.indices.first(where: { $0 > references && item[$0].isKeyword("deferrable") }),
+            !item[deferrable - 1].isKeyword("not"), deferrable + 2 < item.endIndex,
+            item[deferrable + 1].isKeyword("initially"), item[deferrable + 2].isKeyword("deferred")
+        else { return nil }
+        var columns: [String] = []
+        if let column {
+            columns = [column]
+        } else if let open = item.indices.first(where: { item[$0].raw == "(" }), open < references,
+            let close = matchingParenthesis(item, from: open)
+        {
+            columns = item[(open + 1)..<close].filter(\.isCreatedName).map(\.nameValue)
+        }
+        return columns.joined(separator: ",") + ">" + item[references + 1].nameValue
     }
 
     private static func matchingParenthesis(_ item: ArraySlice<SQLLexer.Token>, from open: Int) -> Int? {

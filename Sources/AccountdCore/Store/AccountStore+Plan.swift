@@ -19,6 +19,16 @@ extension AccountStore {
             guard FileSystem.exists(path) else {
                 throw AccountdError(.accountNotFound, "account \(account) does not exist: there is nothing to plan", account: account.rawValue, file: path)
             }
+            // Opening a WAL-mode file, even read-only, makes SQLite create -shm (and an empty -wal)
+            // beside it. A plan only reads: whatever of those it created goes again once its
+            // connections are closed (this defer runs after theirs). The lock is held, so no
+            // other connection of accountd's has the file open.
+            let companions = ["-wal", "-shm"].filter { !FileSystem.exists(path + $0) }
+            defer {
+                for suffix in companions where suffix == "-shm" || FileSystem.size(of: path + suffix) == 0 {
+                    try? FileSystem.removeIfPresent(path + suffix)
+                }
+            }
             let facts = try AccountInspector.inspect(path: path, account: account, deep: false)
             guard isUsable(facts) else { throw tooNew(account, facts) }
             let target = bundle.targetVersion

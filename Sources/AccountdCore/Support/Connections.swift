@@ -45,7 +45,7 @@ enum Connections {
     static let defaultBusyTimeout: Duration = .seconds(10)
 
     /// SQLite's busy handling for a wait of `busy`: none for zero (or less).
-    static func busyMode(_ busy: Duration) -> Configuration.BusyMode {
+    static func busyMode(_ busy: Duration) -> Database.BusyMode {
         let seconds = Double(busy.components.seconds) + Double(busy.components.attoseconds) / 1e18
         return seconds > 0 ? .timeout(seconds) : .immediateError
     }

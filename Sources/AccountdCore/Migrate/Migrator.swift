@@ -18,6 +18,8 @@ struct Migrator {
     var path: String
     /// Schemas already found equal to the target, shared by the store's migrations.
     var matched: MatchedSchemas
+    /// How long a connection of its own waits for another process's lock on the file.
+    var busy: Duration = Connections.defaultBusyTimeout
 
     /// Migrates the file from `fromVersion` to the bundle's target.
     ///
@@ -32,7 +34,7 @@ struct Migrator {
         let pending = bundle.declarative == nil ? Array(bundle.migrations[fromVersion..<target]) : []
         let queue: DatabaseQueue
         do {
-            queue = try writer ?? DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate"))
+            queue = try writer ?? DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "migrate", busy: busy))
         } catch {
             throw failure("cannot open \(path) for migration: \(ErrorText.of(error))", from: fromVersion)
         }

@@ -27,6 +27,10 @@ struct SnapshotStore: Sendable {
     var root: DataRoot
     /// Which snapshots are kept.
     var retention: SnapshotRetention
+    /// How long the copy waits for another process's lock on the account file.
+    var busy: Duration = Connections.defaultBusyTimeout
+    /// Snapshots retention leaves in place for now (a restored one while its account reopens).
+    var pins = SnapshotPins()
 
     /// Copies the account file at `source` into a new snapshot, then applies retention.
     ///
@@ -38,7 +42,7 @@ struct SnapshotStore: Sendable {
             let file = try ReadOnlyFile(source)
             defer { file.close() }
             let queue = try DatabaseQueue(
-                path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot"))
+                path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot", busy: busy))
             defer { try? queue.close() }
             return try queue.read { db in try take(account, reading: db, file: file, reason: reason, protecting: protecting) }
         } catch {
@@ -140,7 +144,8 @@ struct SnapshotStore: Sendable {
     /// A snapshot that could not be taken: `error`, as `storage`, or itself when it is an ``AccountdError``.
     private static func failed(_ account: AccountName, _ error: any Error, file: String) -> AccountdError {
         if var error = error as? AccountdError {
-            if error.kind == .storage {
+            // Said once: an error from the inner `take` already names the snapshot.
+            if error.kind == .storage && !error.message.hasPrefix("taking a snapshot of account") {
                 error.message = "taking a snapshot of account \(account) failed: \(error.message); the account was not changed"
             }
             return error
@@ -172,11 +177,18 @@ struct SnapshotStore: Sendable {
         let name = Self.uniqueName("\(Timestamp.compact(now))-v0-\(reason)", in: folder)
         let path = folder + "/" + name + ".sqlite"
         let temp = folder + "/." + name + ".tmp"
-        try ReadOnlyFile(source).copy(to: temp)
-        if FileSystem.exists(source + "-wal") {
-            try ReadOnlyFile(source + "-wal").copy(to: path + "-wal")
+        do {
+            try ReadOnlyFile(source).copy(to: temp)
+            if FileSystem.exists(source + "-wal") {
+                try ReadOnlyFile(source + "-wal").copy(to: path + "-wal")
+            }
+            try FileSystem.durableRename(temp, to: path)
+        } catch {
+            // A full disk leaves no half copy behind: neither the temporary file nor a lone WAL.
+            try? FileSystem.removeIfPresent(temp)
+            if !FileSystem.exists(path) { try? FileSystem.removeIfPresent(path + "-wal") }
+            throw Self.failed(account, error, file: source)
         }
-        try FileSystem.durableRename(temp, to: path)
         try prune(account, now: now, protected: protecting.union([name]))
         return SnapshotInfo(name: name, version: 0, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
@@ -222,7 +234,8 @@ struct SnapshotStore: Sendable {
     /// through a link. (A purge erases the whole folder: ``AccountPurge``.)
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
         guard let folder = try root.snapshotFolder(account) else { return }
-        for old in retention.expired(list(account, readingVersions: false, now: now), now: now, protected: protected) {
+        let kept = protected.union(pins.names(account))
+        for old in retention.expired(list(account, readingVersions: false, now: now), now: now, protected: kept) {
             try folder.remove(old.name + ".sqlite")
             try folder.remove(old.name + ".sqlite-wal")
         }

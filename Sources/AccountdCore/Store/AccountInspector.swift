@@ -24,12 +24,16 @@ enum AccountInspector {
     ///   the disk is full or failing (never `accountCorrupt` for those).
     /// - Parameter usable: whether the daemon will use a file with these facts; for one it
     ///   will not (a too-new file, say), the `-wal`/`-shm` that opening it created are removed.
+    /// - Parameter busy: how long to wait for a lock another process holds on the file
+    ///   (``Connections/configuration(foreignKeys:readonly:label:busy:)``); zero waits not at all.
     static func inspect(
-        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }
+        path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true },
+        busy: Duration = Connections.defaultBusyTimeout
     ) throws -> AccountFacts {
         let none: (Database, AccountFacts, ReadOnlyFile) -> Void? = { _, _, _ in nil }
         return try inspect(
-            path: path, account: account, deep: deep, usable: usable, writableBelow: .min, then: none, afterwards: { _, _, _ in () }
+            path: path, account: account, deep: deep, usable: usable, writableBelow: .min, busy: busy, then: none,
+            afterwards: { _, _, _ in () }
         ).facts
     }
 
@@ -50,6 +54,7 @@ enum AccountInspector {
     /// migration.
     static func inspect<T, U>(
         path: String, account: AccountName, deep: Bool, usable: (AccountFacts) -> Bool = { _ in true }, writableBelow: Int,
+        busy: Duration = Connections.defaultBusyTimeout,
         then: (Database, AccountFacts, ReadOnlyFile) throws -> T?, afterwards: (DatabaseQueue?, AccountFacts, T) throws -> U
     ) throws -> (facts: AccountFacts, result: U?) {
         switch FileSystem.entry(at: path) {
@@ -88,7 +93,8 @@ enum AccountInspector {
         let queue = try mappingErrors(account, path) {
             try DatabaseQueue(
                 path: path,
-                configuration: Connections.configuration(foreignKeys: false, readonly: !writable, label: writable ? "migrate" : "inspect"))
+                configuration: Connections.configuration(
+                    foreignKeys: false, readonly: !writable, label: writable ? "migrate" : "inspect", busy: busy))
         }
         defer { try? queue.close() }
         let (found, within) = try mappingErrors(account, path) {

@@ -15,7 +15,7 @@ extension AccountStore {
     ///   `accountCorrupt` when the file is not a sound account file, `accountBusy`, `storage`.
     public func takeSnapshot(_ account: AccountName, label: SnapshotLabel = .manual, holding hold: AccountHold? = nil) throws -> SnapshotInfo {
         try underLock(account, holding: hold) {
-            _ = try AccountInspector.inspect(path: root.accountPath(account), account: account, deep: false)
+            _ = try AccountInspector.inspect(path: root.accountPath(account), account: account, deep: false, busy: options.lockTimeout)
             return try snapshots.take(account, source: root.accountPath(account), reason: label.rawValue)
         }
     }
@@ -44,13 +44,19 @@ extension AccountStore {
     ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
         try underLock(account, holding: hold) {
             known.withLock { $0[account] = nil }
-            let chosen = try snapshots.find(account, name: name)
-            _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true)
             let path = root.accountPath(account)
+            // A link in the account's place is refused as every method refuses it, before any copy.
+            if case .symlink = FileSystem.entry(at: path) {
+                throw AccountdError.corrupt(
+                    account, path: path,
+                    "is a symbolic link; accountd never follows links inside the data root and restores nothing over one. Remove the link, then restore again")
+            }
+            let chosen = try snapshots.find(account, name: name)
+            _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true, busy: options.lockTimeout)
             var saved: SnapshotInfo?
             var inPlace = false
             if FileSystem.exists(path) {
-                if (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil {
+                if (try? AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)) != nil {
                     saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: [chosen.name])
                     inPlace = true
                 } else {

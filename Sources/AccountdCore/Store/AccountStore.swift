@@ -45,6 +45,8 @@ public final class AccountStore: Sendable {
     public let targetVersion: Int
     public let options: Options
     let locks: AccountLocks
+    /// Snapshots retention leaves alone for now; shared with the stores ``replacing(bundle:options:)`` makes.
+    public let pins: SnapshotPins
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not
     /// scanned again. Bounded, like ``known``: a forgotten file is only checked again.
     let checked = Mutex(BoundedCache<AccountName, FileStamp>(capacity: AccountStore.rememberedAccounts))
@@ -64,26 +66,29 @@ public final class AccountStore: Sendable {
         self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = AccountLocks()
+        self.pins = SnapshotPins()
     }
 
-    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks) {
+    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks, pins: SnapshotPins) {
         self.root = root
         self.bundle = bundle
         self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = locks
+        self.pins = pins
     }
 
     /// A store over the same data root with another bundle, sharing this store's
     /// per-account locks, so an operation still running under the old bundle and one
     /// under the new never overlap on an account.
     public func replacing(bundle: SchemaBundle, options: Options) -> AccountStore {
-        AccountStore(root: root, bundle: bundle, options: options, locks: locks)
+        AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins)
     }
 
     var snapshots: SnapshotStore {
         SnapshotStore(
-            root: root, retention: SnapshotRetention(keep: max(options.snapshotsToKeep, 1), maximumAgeDays: max(options.snapshotMaxAgeDays, 0)))
+            root: root, retention: SnapshotRetention(keep: max(options.snapshotsToKeep, 1), maximumAgeDays: max(options.snapshotMaxAgeDays, 0)),
+            busy: options.lockTimeout, pins: pins)
     }
 
     /// Brings `account` to a usable state, following the decision table, and returns what was done.
@@ -154,7 +159,7 @@ public final class AccountStore: Sendable {
         } else {
             let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
             let inspected = try AccountInspector.inspect(
-                path: path, account: account, deep: deep, usable: isUsable, writableBelow: target
+                path: path, account: account, deep: deep, usable: isUsable, writableBelow: target, busy: options.lockTimeout
             ) { db, facts, file in
                 // The snapshot is copied on the connection that inspected the file, in the same read transaction.
                 facts.version < target ? try snapshotBeforeMigrating(account, reading: db, file: file) : nil
@@ -219,7 +224,7 @@ public final class AccountStore: Sendable {
         _ account: AccountName, path: String, on writer: DatabaseQueue?, from version: Int,
         after snapshot: (info: SnapshotInfo, milliseconds: Double), progress: ProgressHandler?
     ) throws -> Migrated {
-        let milliseconds = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas)
+        let milliseconds = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas, busy: options.lockTimeout)
             .migrate(on: writer, from: version, progress: progress)
         return Migrated(snapshot: snapshot.info, snapshotMs: snapshot.milliseconds, migrationMs: milliseconds)
     }
@@ -237,7 +242,7 @@ public final class AccountStore: Sendable {
     ///   undone: a creation or a migration before it is committed, and the message says so.
     private func runOnOpen(_ account: AccountName, path: String, after done: BeforeOnOpen) throws {
         guard let script = bundle.onOpenScript else { return }
-        let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: true, label: "on-open"))
+        let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: true, label: "on-open", busy: options.lockTimeout))
         defer { try? queue.close() }
         do {
             try queue.write { db in try ScriptRunner.run(script, file: "on-open.sql", in: db) }
@@ -270,14 +275,22 @@ public final class AccountStore: Sendable {
         guard status.exists else { return status }
         do {
             try root.refuseLinkedFolders(account)
-            let facts = try readFacts(account)
+            // Status never waits: not for SQLite's busy timeout either.
+            let facts = try readFacts(account, busy: .zero)
             status.version = facts.version
             status.createdAt = facts.createdAt
             status.lastMigration = facts.applied.last
             status.editedMigrations = editedMigrations(facts)
             status.state = state(of: facts)
         } catch let error as AccountdError where error.kind == .accountBusy {
-            status.state = .migrating
+            // A migration by this daemon is said by the daemon's board, before this is read:
+            // a lock here is another process's, and the file is not usable until it lets go.
+            status.state = .unavailable
+            status.version = (try? SnapshotStore.version(of: path)).flatMap { $0 > 0 ? $0 : nil }
+            status.problem =
+                "another process holds account \(account)'s file \(path) locked, so it cannot be read now"
+                + (status.version.map { " (its header says version \($0))" } ?? "")
+                + "; find it with 'fuser \(path)' and try again when it lets go"
         } catch let error as AccountdError where error.kind == .storage {
             // The disk's doing (full, failing) or the file cannot be opened: not the file's fault.
             status.state = .unavailable
@@ -316,14 +329,17 @@ public final class AccountStore: Sendable {
 
     /// What the file says about itself: remembered from the last inspection while its file and
     /// WAL are unchanged, else read (shallowly: no page scan) without changing the file.
-    private func readFacts(_ account: AccountName) throws -> AccountFacts {
+    ///
+    /// - Parameter busy: how long to wait for another process's lock on the file; nil waits
+    ///   ``Options/lockTimeout``.
+    private func readFacts(_ account: AccountName, busy: Duration? = nil) throws -> AccountFacts {
         let path = root.accountPath(account)
         if let main = FileStamp(path: path), let cached = known.withLock({ $0[account] }), cached.main == main,
             cached.wal == FileStamp(path: path + "-wal")
         {
             return cached.facts
         }
-        return try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable)
+        return try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)
     }
 
     /// Where a readable file stands against the bundle's target.
@@ -351,9 +367,9 @@ public final class AccountStore: Sendable {
     public func verify(_ account: AccountName, holding hold: AccountHold? = nil) throws -> VerifyReport {
         try underLock(account, holding: hold) {
             let path = root.accountPath(account)
-            let facts = try AccountInspector.inspect(path: path, account: account, deep: false)
+            let facts = try AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)
             let queue = try DatabaseQueue(
-                path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "verify"))
+                path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "verify", busy: options.lockTimeout))
             defer { try? queue.close() }
             return try queue.read { db in
                 let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")

@@ -22,19 +22,32 @@ enum Connections {
     ///   bundles are plain SQL written for SQLite (mihon's history relies on them).
     /// - `synchronous = FULL`: in WAL mode, NORMAL may lose the last commits on power loss,
     ///   and accountd acknowledges nothing that a crash could lose.
-    static func configuration(foreignKeys: Bool, readonly: Bool = false, label: String) -> Configuration {
+    /// - `busy`: how long SQLite waits for a lock another process holds before it answers
+    ///   `SQLITE_BUSY` (the store's `AccountBusy`). An account file's connections wait the
+    ///   store's ``AccountStore/Options/lockTimeout`` (`accounts.lockTimeoutSeconds`); zero
+    ///   does not wait at all (what `Status` uses: it never waits).
+    static func configuration(foreignKeys: Bool, readonly: Bool = false, label: String, busy: Duration = defaultBusyTimeout) -> Configuration {
         var config = Configuration()
         config.label = label
         config.readonly = readonly
         config.foreignKeysEnabled = foreignKeys
         config.acceptsDoubleQuotedStringLiterals = true
-        config.busyMode = .timeout(10)
+        config.busyMode = busyMode(busy)
         if !readonly {
             config.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
         }
         return config
+    }
+
+    /// How long a connection waits for another process's lock when nothing says otherwise.
+    static let defaultBusyTimeout: Duration = .seconds(10)
+
+    /// SQLite's busy handling for a wait of `busy`: none for zero (or less).
+    static func busyMode(_ busy: Duration) -> Database.BusyMode {
+        let seconds = Double(busy.components.seconds) + Double(busy.components.attoseconds) / 1e18
+        return seconds > 0 ? .timeout(seconds) : .immediateError
     }
 
     /// Sets `synchronous = FULL` on a writer that was opened in WAL mode.

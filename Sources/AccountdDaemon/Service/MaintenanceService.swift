@@ -78,9 +78,14 @@ struct MaintenanceService: Sendable {
         let (restored, saved) = try await store.withHold(account) { hold in
             try await pool.run {
                 preferences.close(account)
-                return try store.restore(account, snapshot: snapshot, holding: hold)
+                let result = try store.restore(account, snapshot: snapshot, holding: hold)
+                // Pinned before the account is let go: the reopen below may migrate it, and
+                // the snapshot that migration takes must not prune the one just restored.
+                store.pins.pin(account, result.restored.name)
+                return result
             }
         }
+        defer { store.pins.unpin(account, restored.name) }
         if saved != nil { metrics.snapshot(.restore) }
         let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace (it had been removed)"
         logger.notice(

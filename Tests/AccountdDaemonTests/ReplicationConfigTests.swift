@@ -62,6 +62,9 @@ import Testing
             #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
         }
         #expect(LitestreamConfig.duration(1) == "1s")
+        // The shortest interval the settings allow is written as it is, never as `0s`.
+        #expect(LitestreamConfig.duration(SettingsLoader.syncIntervalRange.lowerBound) == "1ms")
+        #expect(LitestreamConfig.duration(0.0015) == "2ms" && LitestreamConfig.duration(0.0004) == "1ms")
         #expect(LitestreamConfig.quoted("a\"b\\c") == #""a\"b\\c""#)
     }
 

@@ -64,7 +64,7 @@ import Testing
         #expect(LitestreamConfig.duration(1) == "1s")
         // The shortest interval the settings allow is written as it is, never as `0s`.
         #expect(LitestreamConfig.duration(SettingsLoader.syncIntervalRange.lowerBound) == "1ms")
-        #expect(LitestreamConfig.duration(0.0015) == "2ms" && LitestreamConfig.duration(0.0004) == "1ms")
+        #expect(LitestreamConfig.duration(0.0016) == "2ms" && LitestreamConfig.duration(0.0004) == "1ms")
         #expect(LitestreamConfig.quoted("a\"b\\c") == #""a\"b\\c""#)
     }
 

@@ -128,6 +128,6 @@ import Testing
         #expect(report.enabled && !report.litestream)
         #expect(report.accounts == [ReplicationAccount(account: "alice", replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)])
         // Removal without Litestream running goes ahead (logged), rather than refusing.
-        try service.release(try AccountName("alice"))
+        try await service.release(try AccountName("alice"))
     }
 }

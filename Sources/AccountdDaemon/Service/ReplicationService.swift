@@ -52,8 +52,8 @@ struct ReplicationService: Sendable {
     /// the same name is picked up afresh. Asked on an event loop, each request within
     /// ``finalSyncTimeout``: no thread waits for Litestream.
     ///
-    /// Without replication, with Litestream not running, or without a file of the account
-    /// (the removal then refuses it, or purges what is left), there is nothing to do (logged).
+    /// Without replication or with Litestream not running (logged), or without a regular file
+    /// of the account (the removal then refuses it, or purges what is left), there is nothing to do.
     ///
     /// - Throws: ``AccountdError`` (`storage`) when Litestream runs and refuses, or does not
     ///   answer in time; the removal then stops with nothing changed.

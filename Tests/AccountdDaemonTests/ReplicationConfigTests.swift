@@ -62,6 +62,9 @@ import Testing
             #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
         }
         #expect(LitestreamConfig.duration(1) == "1s")
+        // The shortest interval the settings allow is written as it is, never as `0s`.
+        #expect(LitestreamConfig.duration(SettingsLoader.syncIntervalRange.lowerBound) == "1ms")
+        #expect(LitestreamConfig.duration(0.0016) == "2ms" && LitestreamConfig.duration(0.0004) == "1ms")
         #expect(LitestreamConfig.quoted("a\"b\\c") == #""a\"b\\c""#)
     }
 
@@ -80,6 +83,12 @@ import Testing
         ("file:///srv/replica", "file:///srv/replica"),
         ("sftp://backup@host/accountd", "sftp://backup@host/accountd"),
         ("sftp://u:p%40ss@host/x", "sftp://u:***@host/x"),
+        // Issue 29: a password written unencoded runs to the last `@`, whatever it holds.
+        ("sftp://u:Pa/ss@host/x", "sftp://u:***@host/x"),
+        ("sftp://u:Pa?ss@host/x", "sftp://u:***@host/x"),
+        ("sftp://u:Pa#ss@host/x", "sftp://u:***@host/x"),
+        ("sftp://u:P@ss@host/x", "sftp://u:***@host/x"),
+        ("sftp://u:a/b?c#d@e@host:22/x?region=y", "sftp://u:***@host:22/x?region=y"),
     ])
     func aReplicasPasswordIsMasked(url: String, shown: String) {
         let replica = ReplicaURL(base: url)
@@ -93,6 +102,14 @@ import Testing
         #expect(replica.redact("auth failed for u with p@ss and p%40ss") == "auth failed for u with *** and ***")
         #expect(SecretRedaction.redactingAddress("backup:S3cret@host/x") == "backup:***@host/x")
         #expect(SecretRedaction.redactingURLPasswords(in: "a s3://k:s@b/x and sftp://u:v@h/y.") == "a s3://k:***@b/x and sftp://u:***@h/y.")
+        // Issue 29: '/', '?', '#' and '@' in a password do not end it, in prose as in a reply.
+        #expect(SecretRedaction.redactingURLPasswords(in: "to sftp://u:Pa/ss@host/x failed") == "to sftp://u:***@host/x failed")
+        #expect(SecretRedaction.redactingURLPasswords(in: #"{"replica":"sftp://u:Pa?ss@host/x"}"#) == #"{"replica":"sftp://u:***@host/x"}"#)
+        #expect(SecretRedaction.redactingAddress("u:Pa/s#s@host/x") == "u:***@host/x")
+        #expect(ReplicaURL(base: "sftp://u:Pa/ss@host/x").secrets.first == "Pa/ss")
+        #expect(ReplicaURL(base: "sftp://u:Pa?ss@host/x?region=y").device == "sftp://u:Pa?ss@host/x/.device.sqlite?region=y")
+        // Neither a path with ':' nor a port is a password.
+        #expect(SecretRedaction.redactingURLPasswords(in: "file:///srv/a:b@c s3://bucket/p?k=v:w@x") == "file:///srv/a:b@c s3://bucket/p?k=v:w@x")
     }
 
     @Test func litestreamsTimestampsAreRead() throws {
@@ -111,6 +128,6 @@ import Testing
         #expect(report.enabled && !report.litestream)
         #expect(report.accounts == [ReplicationAccount(account: "alice", replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)])
         // Removal without Litestream running goes ahead (logged), rather than refusing.
-        try service.release(try AccountName("alice"))
+        try await service.release(try AccountName("alice"))
     }
 }

@@ -78,6 +78,48 @@ import Testing
         #expect(Hostile.listing(daemon.dataRoot + "/snapshots").contains("carol") == false)
     }
 
+    /// Where a link to elsewhere is planted in place of the device file (issue 29, finding 1).
+    enum DeviceLink: String, CaseIterable, Sendable {
+        /// `device.sqlite` a link to an empty file elsewhere.
+        case toAFile
+        /// `device.sqlite` a link to nothing: the daemon created the target.
+        case dangling
+        /// `device.sqlite-wal` a link, `device.sqlite` itself missing.
+        case wal
+    }
+
+    /// Issue 29, finding 1: with `device.sqlite` (or its `-wal`) a link, the daemon wrote its
+    /// device-wide preferences at the link's target, creating it (and `-wal`, `-shm` beside
+    /// it) when missing. Now the start is refused, naming the file, and nothing is written
+    /// through the link.
+    @Test(arguments: DeviceLink.allCases)
+    func aLinkedDeviceFileStopsTheStartAndNothingIsWrittenThroughIt(link: DeviceLink) throws {
+        let dir = TestDirectory()
+        let dataRoot = dir.sub("data")
+        let elsewhere = dir.sub("elsewhere")
+        try FileManager.default.createDirectory(atPath: dataRoot, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        let target = elsewhere + "/empty"
+        if link != .dangling { try Files.write("", to: target) }
+        let name = link == .wal ? "device.sqlite-wal" : "device.sqlite"
+        try FileManager.default.createSymbolicLink(atPath: dataRoot + "/" + name, withDestinationPath: target)
+
+        var started: DaemonProcess?
+        do { started = try E2E.daemon(directory: dir.path) } catch {}
+        if let daemon = started {
+            // What the hostile tester did: one device-wide Set.
+            _ = try? daemon.client().callOne(#"set switch flag "X""#)
+            daemon.stop()
+        }
+        #expect(started == nil, "accountd started with \(name) a link")
+        let log = (try? String(contentsOfFile: dir.sub("accountd.log"), encoding: .utf8)) ?? ""
+        #expect(log.contains("\(dataRoot)/\(name) is a symbolic link"), "\(log.suffix(2000))")
+        #expect(log.contains("Move it aside"), "\(log.suffix(2000))")
+        #expect(Hostile.listing(elsewhere) == (link == .dangling ? [] : ["empty"]))
+        #expect(Files.bytes(target) == (link == .dangling ? nil : Data()))
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: dataRoot + "/" + name)) == target)
+    }
+
     /// A stand-in for `litestream restore -json -o OUTPUT SOURCE` that runs `action` with
     /// `$out` set to OUTPUT, then prints a txid.
     static func fakeLitestream(at path: String, _ action: String) throws {

@@ -127,6 +127,51 @@ import Testing
         #expect(gone.parameters["accounts"]?.arrayValue?.compactMap { $0["status"]?.stringValue } == ["not-replicated", "not-replicated", "not-replicated"], "\(gone)")
         #expect(E2E.stop(daemon, timeout: 30) == 0)
     }
+
+    /// Issue 29, finding 3: with Litestream's control socket accepting and never answering,
+    /// `Remove` hung 34 to 36 s on a pool thread (a blocking read with a 35 s timeout), then
+    /// failed with "Resource temporarily unavailable", and SIGTERM waited for it. Now it
+    /// answers within seconds that Litestream did not answer, with the account intact, and
+    /// a SIGTERM during it stops the daemon promptly.
+    @Test func aRemoveWithAHungLitestreamAnswersWithinSecondsAndChangesNothing() throws {
+        let dir = TestDirectory()
+        let run = dir.sub("run")
+        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
+        let hung = try HungSocket(path: run + "/litestream.sock")
+        defer { hung.close() }
+        let daemon = try E2E.daemon(
+            directory: dir.path, environment: E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: run))
+        let client = try Hostile.client(daemon.socket, timeout: 60)
+        #expect(try client.callOne("switch bob").error == nil)
+        #expect(try client.callOne(#"set user theme "bob's""#).error == nil)
+        #expect(try client.callOne("switch alice").error == nil)
+        let bob = try TableDump.dumpFile(path: daemon.accountPath("bob"))
+
+        for request in ["remove bob", "remove bob purge"] {
+            let started = Date()
+            let reply = try client.callOne(request)
+            let took = Date().timeIntervalSince(started)
+            #expect(took < 7, "\(request) took \(took) s")
+            #expect(reply.error == .internalError, "\(request) -> \(reply.encoded())")
+            let message = reply.message ?? ""
+            #expect(message.contains("Litestream did not answer within 5 s"), "\(message)")
+            #expect(message.contains("the account was not removed") && message.contains("Is accountd-litestream running?"), "\(message)")
+            #expect(try TableDump.dumpFile(path: daemon.accountPath("bob")) == bob)
+            #expect(Hostile.listing(daemon.dataRoot + "/snapshots/bob").isEmpty, "\(Hostile.listing(daemon.dataRoot + "/snapshots/bob"))")
+        }
+        #expect(try client.callOne("get user theme bob").parameters["value"] == "bob's")
+        #expect(try client.callOne("status bob").parameters["state"] != "missing")
+
+        // SIGTERM while a Remove waits for Litestream: the daemon stops within seconds.
+        let remover = try Hostile.client(daemon.socket, timeout: 60)
+        try remover.send("remove bob\n")
+        Thread.sleep(forTimeInterval: 0.5)
+        let stopping = Date()
+        #expect(E2E.stop(daemon, timeout: 30) == 0)
+        let stopped = Date().timeIntervalSince(stopping)
+        #expect(stopped < 7, "stopping during a Remove took \(stopped) s")
+        #expect(try TableDump.dumpFile(path: daemon.accountPath("bob")) == bob)
+    }
 }
 
 /// A Unix socket that takes connections (the kernel completes them into its backlog) and

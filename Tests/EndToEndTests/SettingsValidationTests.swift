@@ -55,7 +55,17 @@ import Testing
         BadNumber(yaml: "requests:\n  maxBytes: 1\n", key: "requests.maxBytes", shown: "1", range: "from 64 to 268435456"),
         BadNumber(
             yaml: "replication:\n  litestream:\n    replica: file:///tmp/replica\n    syncIntervalSeconds: .inf\n",
-            key: "replication.litestream.syncIntervalSeconds", shown: "inf", range: "above 0 to 3600"),
+            key: "replication.litestream.syncIntervalSeconds", shown: "inf", range: "from 0.001 to 3600"),
+        // Issue 29: below 1 ms, Litestream's configuration said `sync-interval: 0s`, which it refuses.
+        BadNumber(
+            yaml: "replication:\n  litestream:\n    replica: file:///tmp/replica\n    syncIntervalSeconds: 0.0004\n",
+            key: "replication.litestream.syncIntervalSeconds", shown: "0.0004", range: "from 0.001 to 3600"),
+        BadNumber(
+            yaml: "replication:\n  litestream:\n    replica: file:///tmp/replica\n    syncIntervalSeconds: 1e-300\n",
+            key: "replication.litestream.syncIntervalSeconds", shown: "1e-300", range: "from 0.001 to 3600"),
+        // Issue 29: a number that is not whole was refused without the range ("failed to convert to type int").
+        BadNumber(yaml: "accounts:\n  snapshotsToKeep: 1e300\n", key: "accounts.snapshotsToKeep", shown: "1e+300", range: "a whole number from 1 to 1000"),
+        BadNumber(yaml: "accounts:\n  snapshotsToKeep: 2.5\n", key: "accounts.snapshotsToKeep", shown: "2.5", range: "a whole number from 1 to 1000"),
     ])
     func aNumberOutOfRangeStopsTheStartNamingKeyValueAndRange(bad: BadNumber) throws {
         let dir = TestDirectory()
@@ -73,6 +83,31 @@ import Testing
         let result = try Self.start(config: "{}\n", environment: ["ACCOUNTD_ACCOUNTS_LOCK_TIMEOUT_SECONDS": "inf"], in: dir, name: "env")
         #expect(result.exited == 78, "\(result.log)")
         #expect(result.log.contains("setting accounts.lockTimeoutSeconds is inf;"), "\(result.log)")
+    }
+
+    /// Issue 29: a reload to a sync interval below 1 ms is refused as a start is, naming the
+    /// key, the value and the range; Litestream's configuration keeps the interval in force.
+    @Test func aSyncIntervalBelowAMillisecondIsRefusedAtReload() throws {
+        let dir = TestDirectory()
+        let config = dir.sub("run/litestream.yml")
+        func settings(_ interval: String) -> String {
+            "replication:\n  litestream:\n    replica: file://\(dir.sub("replica"))\n    config: \(config)\n    syncIntervalSeconds: \(interval)\n"
+        }
+        let daemon = try E2E.daemon(directory: dir.path)
+        try Files.write(settings("0.25"), to: dir.sub("none.yaml"))
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(waitUntil(timeout: 10) { ((try? String(contentsOfFile: config, encoding: .utf8)) ?? "").contains("sync-interval: 250ms") })
+        for bad in ["0.0004", "1e-300"] {
+            try Files.write(settings(bad), to: dir.sub("none.yaml"))
+            kill(daemon.process.processIdentifier, SIGHUP)
+            let refused = waitUntil(timeout: 10) {
+                daemon.log.contains("reload refused: setting replication.litestream.syncIntervalSeconds is \(bad); it must be a number of seconds from 0.001 to 3600")
+            }
+            #expect(refused, "\(daemon.log.suffix(2000))")
+            let text = try String(contentsOfFile: config, encoding: .utf8)
+            #expect(text.contains("sync-interval: 250ms") && !text.contains("0s\n"), "\(text)")
+        }
+        #expect(try daemon.client().callOne("ping").error == nil)
     }
 
     struct UnknownKey: Sendable, CustomTestStringConvertible {

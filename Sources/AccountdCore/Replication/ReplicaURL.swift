@@ -17,9 +17,12 @@ public struct ReplicaURL: Sendable, Hashable, CustomStringConvertible {
         self.base = String(trimmed)
     }
 
-    /// `<base>/<name>`, with any query string (`?endpoint=...`) kept at the end.
+    /// `<base>/<name>`, with any query string (`?endpoint=...`) kept at the end. A `?` in
+    /// the password is not a query's.
     private func child(_ name: String) -> String {
-        guard let query = base.firstIndex(of: "?") else { return base + "/" + name }
+        let scheme = base.range(of: "://")
+        let afterPassword = scheme.flatMap { SecretRedaction.passwordRange(in: base[$0.upperBound...])?.upperBound } ?? base.startIndex
+        guard let query = base[afterPassword...].firstIndex(of: "?") else { return base + "/" + name }
         return base[..<query] + "/" + name + base[query...]
     }
 

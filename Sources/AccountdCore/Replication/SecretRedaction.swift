@@ -11,21 +11,35 @@ public enum SecretRedaction {
     public static let mask = "***"
 
     /// `text` with the password of every URL in it (`scheme://user:password@host`) masked.
+    ///
+    /// A URL runs from its scheme to whitespace or a quote (in prose). Its password runs from
+    /// the `:` after the user name to the URL's LAST `@`, whatever it holds: a password
+    /// written unencoded may contain `/`, `?`, `#` and `@`, and must be masked all the same.
     public static func redactingURLPasswords(in text: String) -> String {
         var out = ""
         var rest = Substring(text)
         while let scheme = rest.range(of: "://") {
             out += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
-            // The authority ends at the path, the query or the fragment (or whitespace, in prose).
-            let end = rest.firstIndex { "/?#".contains($0) || $0.isWhitespace || $0 == "\"" || $0 == "'" } ?? rest.endIndex
-            let authority = rest[..<end]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                out += authority[...colon] + mask
-                rest = rest[at...]
+            let end = rest.firstIndex { $0.isWhitespace || $0 == "\"" || $0 == "'" } ?? rest.endIndex
+            if let password = passwordRange(in: rest[..<end]) {
+                out += rest[..<password.lowerBound] + mask
+                rest = rest[password.upperBound...]
             }
         }
         return out + rest
+    }
+
+    /// Where the password lies in `url`, the text of a URL after its `://`: from just after
+    /// the first `:` to the last `@`, when the user name before that `:` holds none of `/?#@`
+    /// (else the `:` is in the path or the query, and there is no password). nil without one.
+    /// A `host:port` whose path holds an `@` is masked from the port on: more than needed,
+    /// never less.
+    static func passwordRange(in url: Substring) -> Range<Substring.Index>? {
+        guard let colon = url.firstIndex(where: { ":/?#@".contains($0) }), url[colon] == ":",
+            let at = url[colon...].lastIndex(of: "@")
+        else { return nil }
+        return url.index(after: colon)..<at
     }
 
     /// A setting meant to be a URL, as it may be shown: its password masked, with or without
@@ -50,11 +64,8 @@ public enum SecretRedaction {
 extension ReplicaURL {
     /// The password in the base URL's userinfo, as written and percent-decoded; empty without one.
     public var secrets: [String] {
-        guard let scheme = base.range(of: "://") else { return [] }
-        let rest = base[scheme.upperBound...]
-        let authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return [] }
-        let password = String(authority[authority.index(after: colon)..<at])
+        guard let scheme = base.range(of: "://"), let range = SecretRedaction.passwordRange(in: base[scheme.upperBound...]) else { return [] }
+        let password = String(base[range])
         guard !password.isEmpty else { return [] }
         return [password, password.removingPercentEncoding].compactMap { $0 }
     }

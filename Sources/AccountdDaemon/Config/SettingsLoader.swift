@@ -144,7 +144,9 @@ public struct SettingsLoader: Sendable {
         func int(_ key: ConfigKey, _ range: ClosedRange<Int>) throws -> Int {
             let value: Int
             do { value = try reader.requiredInt(forKey: key) } catch {
-                throw Failure(description: "setting \(key) must be a whole number: \(error)")
+                // 2.5 or 1e300 (a YAML float), or text: named with the range, like a number beyond it.
+                let given = reader.double(forKey: key).map(Self.text) ?? reader.string(forKey: key).map { "'\($0)'" } ?? "not a number"
+                throw Failure(description: "setting \(key) is \(given); it must be a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             guard range.contains(value) else {
                 throw Failure(description: "setting \(key) is \(value); it must be a whole number from \(range.lowerBound) to \(range.upperBound)")
@@ -152,15 +154,15 @@ public struct SettingsLoader: Sendable {
             return value
         }
         // A number of seconds: finite and within `range` (NaN, infinities and values beyond it refused).
-        func seconds(_ key: ConfigKey, _ range: ClosedRange<Double>, above lower: Bool = false) throws -> Double {
+        func seconds(_ key: ConfigKey, _ range: ClosedRange<Double>) throws -> Double {
             let value: Double
             do { value = try reader.requiredDouble(forKey: key) } catch {
                 throw Failure(description: "setting \(key) must be a number of seconds: \(error)")
             }
-            guard value.isFinite, range.contains(value), !lower || value > range.lowerBound else {
-                let from = lower ? "above \(Self.text(range.lowerBound))" : "from \(Self.text(range.lowerBound))"
+            guard value.isFinite, range.contains(value) else {
                 throw Failure(
-                    description: "setting \(key) is \(Self.text(value)); it must be a number of seconds \(from) to \(Self.text(range.upperBound))")
+                    description:
+                        "setting \(key) is \(Self.text(value)); it must be a number of seconds from \(Self.text(range.lowerBound)) to \(Self.text(range.upperBound))")
             }
             return value
         }
@@ -205,7 +207,7 @@ public struct SettingsLoader: Sendable {
                 throw Failure(
                     description: "setting replication.litestream.replica is '\(SecretRedaction.redactingAddress(replica))'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
             }
-            let interval = try seconds("replication.litestream.syncIntervalSeconds", 0...3600, above: true)
+            let interval = try seconds("replication.litestream.syncIntervalSeconds", Self.syncIntervalRange)
             let configDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"
             replication = ReplicationSettings(
                 replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
@@ -246,6 +248,10 @@ public struct SettingsLoader: Sendable {
     static let queryTimeoutRange: ClosedRange<Int> = 1...3_600_000
     /// `limits.queryMaxRows`: 1 to ten million rows in one reply without `more`.
     static let queryMaxRowsRange: ClosedRange<Int> = 1...10_000_000
+    /// `replication.litestream.syncIntervalSeconds`: 1 ms to an hour. Litestream's configuration
+    /// carries it in whole milliseconds (``LitestreamConfig/duration(_:)``), and a shorter one
+    /// would be written `0s`, which Litestream refuses.
+    static let syncIntervalRange: ClosedRange<Double> = 0.001...3600
     /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
     static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
 

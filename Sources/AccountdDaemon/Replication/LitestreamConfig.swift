@@ -60,9 +60,10 @@ struct LitestreamConfig {
         }
     }
 
-    /// A Go duration: `1s`, `250ms`.
+    /// A Go duration: `1s`, `250ms`, in whole milliseconds and never below 1 ms (the settings
+    /// allow nothing shorter: ``SettingsLoader/syncIntervalRange``).
     static func duration(_ seconds: Double) -> String {
-        let milliseconds = (seconds * 1000).rounded()
+        let milliseconds = max(1, (seconds * 1000).rounded())
         return milliseconds.truncatingRemainder(dividingBy: 1000) == 0 ? "\(Int(milliseconds / 1000))s" : "\(Int(milliseconds))ms"
     }
 

@@ -8,15 +8,12 @@ import NIOCore
 /// final sync before accountd removes a file.
 ///
 /// One HTTP/1.0 exchange per call, written out by hand: the daemon has no HTTP client among
-/// its dependencies. The status (``databases(within:)``) is asked without blocking, on an
-/// event loop with a hard deadline, as anyone may ask for it; the final sync before a
-/// removal (admin only, and it may rightly take long) blocks a pool thread, with a deadline
-/// on every read and write.
+/// its dependencies. Every exchange runs on an event loop with a hard deadline
+/// (``LitestreamExchange``): a Litestream that accepts and never answers costs one socket
+/// until the deadline, and no thread at all.
 struct LitestreamControl: Sendable {
     /// The socket (``ReplicationSettings/controlSocketPath``).
     var socketPath: String
-    /// How long one exchange may take, in seconds.
-    var timeoutSeconds: Int = 35
 
     /// What Litestream says about one database (`GET /list`).
     struct Database: Sendable, Equatable {
@@ -34,6 +31,8 @@ struct LitestreamControl: Sendable {
         /// True when nothing listens on the socket (a file left by a Litestream that is gone):
         /// Litestream is not running, rather than not answering.
         var notRunning = false
+        /// True when Litestream took the request and did not answer before the deadline.
+        var timedOut = false
     }
 
     /// Whether Litestream's socket is there at all.
@@ -63,16 +62,17 @@ struct LitestreamControl: Sendable {
     }
 
     /// Makes Litestream ship everything committed to `path` so far and waits until the replica
-    /// has it (`POST /sync` with `wait`). A database Litestream has just found is initialised
-    /// by this too: without it, a file removed moments after its creation would leave nothing
-    /// in the replica.
+    /// has it (`POST /sync` with `wait`), for at most `timeout`. A database Litestream has
+    /// just found is initialised by this too: without it, a file removed moments after its
+    /// creation would leave nothing in the replica.
     ///
     /// - Returns: false when Litestream does not know the database, or has stopped replicating
     ///   it (`litestream stop`): there is nothing it would sync.
-    func syncAndWait(_ path: String) throws -> Bool {
+    /// - Throws: ``Failure`` (``Failure/timedOut`` once `timeout` has passed without an answer).
+    func syncAndWait(_ path: String, within timeout: TimeAmount) async throws -> Bool {
         var body = ""
-        JSONValue.object([("path", .string(path)), ("wait", true), ("timeout", .int(Int64(timeoutSeconds - 5)))]).write(to: &body)
-        let (status, answer) = try exchange("POST", "/sync", body: body)
+        JSONValue.object([("path", .string(path)), ("wait", true), ("timeout", .int(Self.litestreamSeconds(timeout)))]).write(to: &body)
+        let (status, answer) = try await exchange("POST", "/sync", body: body, within: timeout)
         if status == 404 || status == 409 { return false }
         guard status == 200 else {
             throw Failure(description: "Litestream could not sync \(path) (status \(status)): \(answer.prefix(300))")
@@ -80,15 +80,22 @@ struct LitestreamControl: Sendable {
         return true
     }
 
-    /// Asks Litestream to let `path` go (`POST /unregister`): it syncs it once more and closes
-    /// its handles. A database Litestream does not know is not an error.
-    func unregister(_ path: String) throws {
+    /// Asks Litestream to let `path` go (`POST /unregister`), for at most `timeout`: it syncs
+    /// it once more and closes its handles. A database Litestream does not know is not an error.
+    func unregister(_ path: String, within timeout: TimeAmount) async throws {
         var body = ""
-        JSONValue.object([("path", .string(path)), ("timeout", .int(Int64(timeoutSeconds - 5)))]).write(to: &body)
-        let (status, answer) = try exchange("POST", "/unregister", body: body)
+        JSONValue.object([("path", .string(path)), ("timeout", .int(Self.litestreamSeconds(timeout)))]).write(to: &body)
+        let (status, answer) = try await exchange("POST", "/unregister", body: body, within: timeout)
         guard status == 200 else {
             throw Failure(description: "Litestream could not let go of \(path) (status \(status)): \(answer.prefix(300))")
         }
+    }
+
+    /// The time Litestream is given for a request, in whole seconds: a second less than
+    /// `timeout`, so that a sync too slow for it is answered by Litestream, with its reason,
+    /// before the deadline.
+    static func litestreamSeconds(_ timeout: TimeAmount) -> Int64 {
+        max(1, timeout.nanoseconds / 1_000_000_000 - 1)
     }
 
     /// Litestream's timestamps: RFC 3339 with up to nine fractional digits.
@@ -104,48 +111,12 @@ struct LitestreamControl: Sendable {
         return formatter.date(from: trimmed) ?? ISO8601DateFormatter().date(from: text)
     }
 
-    /// One HTTP/1.0 request and its whole answer.
-    private func exchange(_ method: String, _ target: String, body: String?) throws -> (Int, String) {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket(): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(socketPath.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw Failure(description: "Litestream's control socket path \(socketPath) is too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            throw Failure(description: "Litestream's control socket \(socketPath) does not answer: \(String(cString: strerror(errno))); is accountd-litestream running?")
-        }
+    /// One HTTP/1.0 request and its whole answer, within `timeout` (``LitestreamExchange``).
+    private func exchange(_ method: String, _ target: String, body: String?, within timeout: TimeAmount) async throws -> (Int, String) {
         let payload = Array(body?.utf8 ?? "".utf8)
         var request = "\(method) \(target) HTTP/1.0\r\nHost: litestream\r\nConnection: close\r\n"
         if body != nil { request += "Content-Type: application/json\r\nContent-Length: \(payload.count)\r\n" }
-        let message = Array((request + "\r\n").utf8) + payload
-        var sent = 0
-        while sent < message.count {
-            let n = message[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw Failure(description: "writing to Litestream's control socket failed: \(String(cString: strerror(errno)))") }
-            sent += n
-        }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { break }
-            guard n > 0 else { throw Failure(description: "reading Litestream's answer failed: \(String(cString: strerror(errno)))") }
-            answer += buffer[..<n]
-        }
+        let answer = try await LitestreamExchange(socketPath: socketPath, timeout: timeout).send(Array((request + "\r\n").utf8) + payload)
         return try Self.parse(answer)
     }
 

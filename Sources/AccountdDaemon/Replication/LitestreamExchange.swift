@@ -24,7 +24,8 @@ struct LitestreamExchange: Sendable {
         let deadline = loop.scheduleTask(in: timeout) {
             promise.fail(
                 LitestreamControl.Failure(
-                    description: "Litestream's control socket \(socketPath) did not answer within \(Self.seconds(timeout)) s; is accountd-litestream stuck?"))
+                    description: "Litestream's control socket \(socketPath) did not answer within \(Self.seconds(timeout)) s; is accountd-litestream stuck?",
+                    timedOut: true))
         }
         let connected = ClientBootstrap(group: loop)
             .connectTimeout(timeout)

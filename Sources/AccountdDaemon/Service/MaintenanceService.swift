@@ -121,15 +121,15 @@ struct MaintenanceService: Sendable {
     func remove(_ account: AccountName, purge: Bool) async throws -> RemoveOutcome {
         let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
-            try await pool.run {
-                var marked = false
-                defer { if marked { switching.endRemoval(account) } }
-                let outcome = try store.remove(account, purge: purge, holding: hold) {
-                    try switching.beginRemoval(account)
-                    marked = true
-                    preferences.close(account)
-                    try replication.release(account)
-                }
+            // The active account is refused, and the account's table closed, before anything else.
+            try await pool.run { try switching.beginRemoval(account) }
+            defer { switching.endRemoval(account) }
+            try await pool.run { preferences.close(account) }
+            // Litestream's final sync, on an event loop within its deadline: no pool thread
+            // waits for it, and a hung Litestream fails the removal with nothing changed.
+            try await replication.release(account)
+            return try await pool.run {
+                let outcome = try store.remove(account, purge: purge, holding: hold)
                 if purge { try switching.forgetPurged(account) }
                 return outcome
             }

@@ -41,6 +41,8 @@ final class PreferenceService: Sendable {
     private let clock = Atomic<UInt64>(0)
 
     /// - Parameter metrics: where the tables' commits are counted.
+    /// - Throws: `storage` when `device.sqlite`, its `-wal` or its `-shm` is a link
+    ///   (``DataRoot/refuseLinkedDeviceFile()``: the daemon does not start), or cannot be opened.
     init(
         declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, pool: BlockingPool, metrics: DaemonMetrics
     ) throws {
@@ -50,8 +52,11 @@ final class PreferenceService: Sendable {
         self.groupCommit = groupCommit
         run = pool.submit
         self.metrics = metrics
+        let hasDevice = declarations.contains { $0.scope == .device }
+        // SQLite opens device.sqlite and its -wal and -shm by path: none may be a link.
+        if hasDevice { try root.refuseLinkedDeviceFile() }
         device =
-            declarations.contains { $0.scope == .device }
+            hasDevice
             ? try PreferenceDatabase(
                 path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: run,
                 observer: metrics.commitObserver(scope: "device")) : nil

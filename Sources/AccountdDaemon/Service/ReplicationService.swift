@@ -2,6 +2,7 @@ import AccountdCore
 import AccountdProtocol
 import Foundation
 import Logging
+import NIOCore
 
 /// Replication with Litestream, as the daemon takes part in it: it writes Litestream's
 /// configuration, lets Litestream sync an account a last time before its file goes,
@@ -41,15 +42,22 @@ struct ReplicationService: Sendable {
         settings.replace(new)
     }
 
+    /// How long Litestream has to answer each request of the final sync before a removal
+    /// (the sync, then letting the file go). A Litestream that takes the request and never
+    /// answers fails the removal within this, with nothing changed.
+    static let finalSyncTimeout: TimeAmount = .seconds(5)
+
     /// Before the daemon removes `account`'s file: Litestream syncs it a last time and lets
     /// it go, so the replica holds the account's final state and a file created later under
-    /// the same name is picked up afresh. Blocking.
+    /// the same name is picked up afresh. Asked on an event loop, each request within
+    /// ``finalSyncTimeout``: no thread waits for Litestream.
     ///
-    /// Without replication, or with Litestream not running, there is nothing to do (logged).
+    /// Without replication or with Litestream not running (logged), or without a regular file
+    /// of the account (the removal then refuses it, or purges what is left), there is nothing to do.
     ///
-    /// - Throws: ``AccountdError`` (`storage`) when Litestream runs and refuses; the removal
-    ///   then stops with nothing changed.
-    func release(_ account: AccountName) throws {
+    /// - Throws: ``AccountdError`` (`storage`) when Litestream runs and refuses, or does not
+    ///   answer in time; the removal then stops with nothing changed.
+    func release(_ account: AccountName) async throws {
         guard let current = settings.current else { return }
         let control = LitestreamControl(socketPath: current.controlSocketPath)
         guard control.isPresent else {
@@ -59,18 +67,27 @@ struct ReplicationService: Sendable {
             return
         }
         let path = root.accountPath(account)
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
         do {
-            if try !control.syncAndWait(path) {
+            if try await !control.syncAndWait(path, within: Self.finalSyncTimeout) {
                 logger.warning(
                     "replication: Litestream does not replicate account \(account) (created moments ago, or stopped); it goes without a final sync",
                     metadata: ["account": "\(account)"])
             }
-            try control.unregister(path)
+            try await control.unregister(path, within: Self.finalSyncTimeout)
+        } catch let failure as LitestreamControl.Failure where failure.timedOut {
+            throw AccountdError(
+                .storage,
+                "Litestream did not answer within \(LitestreamExchange.seconds(Self.finalSyncTimeout)) s when asked to sync account \(account) a last time; "
+                    + "the account was not removed and nothing was changed. Is accountd-litestream running? Check it "
+                    + "('systemctl status accountd-litestream'), or stop it to remove without a final sync",
+                account: account.rawValue, file: path)
         } catch {
             throw AccountdError(
                 .storage,
                 "Litestream could not sync account \(account) a last time before its removal (\(error)); nothing was removed. Check accountd-litestream, or stop it to remove without a final sync",
-                account: account.rawValue, file: root.accountPath(account))
+                account: account.rawValue, file: path)
         }
     }
 

@@ -122,7 +122,10 @@ import Testing
             #expect(first.parameters["version"] == 2)
         }
         for left in rest {
-            #expect(left.error == .shuttingDown, "after SIGTERM: \(left.encoded())")
+            // On a fast machine the migration and the ping may both be done before SIGTERM
+            // lands: the ping was then answered as usual, after the switch's own reply.
+            let answeredBeforeSIGTERM = switchReply != nil && left.error == nil && left.parameters == [:]
+            #expect(left.error == .shuttingDown || answeredBeforeSIGTERM, "after SIGTERM: \(left.encoded())")
         }
         #expect(rest.count <= 1, "\(rest.map { $0.encoded() })")
 

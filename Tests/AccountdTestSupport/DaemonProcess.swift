@@ -113,8 +113,11 @@ public func runAccountctl(
     try runProgram(Binaries.accountctl, ["--socket", socket] + arguments, environment: environment)
 }
 
-/// Runs a program to completion and collects its output.
-public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+/// Runs a program to completion and collects its output; its standard input is
+/// `standardInput` (nothing, by default).
+public func runProgram(
+    _ path: String, _ arguments: [String], environment: [String: String] = [:], standardInput: FileHandle = FileHandle.nullDevice
+) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -131,7 +134,7 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     }
     process.standardOutput = FileHandle(forWritingAtPath: base + ".out")
     process.standardError = FileHandle(forWritingAtPath: base + ".err")
-    process.standardInput = FileHandle.nullDevice
+    process.standardInput = standardInput
     try process.run()
     process.waitUntilExit()
     let outData = FileManager.default.contents(atPath: base + ".out") ?? Data()

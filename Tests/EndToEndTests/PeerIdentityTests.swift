@@ -133,25 +133,7 @@ struct PeerIdentityTests {
 
     /// Runs a program to its end with `stdin` as its standard input (null if not given).
     static func run(_ command: [String], stdin: Int32? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        try E2E.spawning {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-            let base = NSTemporaryDirectory() + "/accountd-peer-\(UUID().uuidString)"
-            FileManager.default.createFile(atPath: base + ".out", contents: nil)
-            FileManager.default.createFile(atPath: base + ".err", contents: nil)
-            defer {
-                try? FileManager.default.removeItem(atPath: base + ".out")
-                try? FileManager.default.removeItem(atPath: base + ".err")
-            }
-            process.standardOutput = FileHandle(forWritingAtPath: base + ".out")
-            process.standardError = FileHandle(forWritingAtPath: base + ".err")
-            process.standardInput = stdin.map { FileHandle(fileDescriptor: $0, closeOnDealloc: false) } ?? FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            let out = FileManager.default.contents(atPath: base + ".out") ?? Data()
-            let err = FileManager.default.contents(atPath: base + ".err") ?? Data()
-            return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-        }
+        let input = stdin.map { FileHandle(fileDescriptor: $0, closeOnDealloc: false) } ?? FileHandle.nullDevice
+        return try E2E.spawning { try runProgram(command[0], Array(command.dropFirst()), standardInput: input) }
     }
 }

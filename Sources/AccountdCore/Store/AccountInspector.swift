@@ -152,7 +152,7 @@ enum AccountInspector {
         }
         let meta = try AccountRecords.meta(db)
         let bound = meta["account"].flatMap { String.fromDatabaseValue($0) }
-        if bound != account.rawValue {
+        if try !AccountRecords.isBound(db, to: account) {
             throw AccountdError.corrupt(
                 account, path: path,
                 "belongs to account \(bound.map { AccountName.quoted($0) } ?? "(none)"): it was renamed or copied from another account, and accountd will not use one account's data as another's")

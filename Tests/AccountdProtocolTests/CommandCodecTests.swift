@@ -194,6 +194,8 @@ struct CommandCodecTests {
         Refusal(line: "keys", error: .invalidParameter, parameter: "namespace"),
         // Snapshot labels.
         Refusal(line: "snapshot alice -bad", error: .invalidParameter, parameter: "label"),
+        Refusal(line: "snapshot alice before-migrate", error: .invalidParameter, parameter: "label"),
+        Refusal(line: "snapshot alice Before-Restore-2", error: .invalidParameter, parameter: "label"),
         Refusal(line: #"{"method":"io.accountd.Snapshot","parameters":{"account":"alice","label":""}}"#, error: .invalidParameter, parameter: "label"),
         Refusal(line: "snapshot alice " + String(repeating: "l", count: 49), error: .invalidParameter, parameter: "label"),
         Refusal(line: "snapshot alice a/b", error: .invalidParameter, parameter: "label"),

@@ -11,7 +11,7 @@ import Testing
         "ALTER TABLE user_info RENAME TO u2", "CREATE INDEX i1 ON user_info(age)", "DROP TABLE app_data",
         "CREATE VIEW v1 AS SELECT 1", "CREATE TRIGGER t1 AFTER INSERT ON user_info BEGIN SELECT 1; END",
         "ATTACH DATABASE '/tmp/accountd-attach.db' AS x", "DETACH DATABASE main", "SELECT load_extension('/tmp/none.so')",
-        "SELECT fts3_tokenizer('simple')", "SELECT fts3_tokenizer('simple', x'4141414141414141')",
+        "SELECT fts3_tokenizer('simple')", "SELECT sql FROM sqlite_stmt", "SELECT fts3_tokenizer('simple', x'4141414141414141')",
         "PRAGMA user_version = 99", "PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = 1", "PRAGMA foreign_keys = OFF",
         "PRAGMA application_id = 7", "PRAGMA synchronous = OFF", "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA integrity_check",
         "INSERT INTO accountd_prefs(namespace, key, value) VALUES ('user', 'x', '1')", "DELETE FROM accountd_prefs",

@@ -42,6 +42,10 @@ struct StatementGuard {
     /// works with a bound parameter whatever the connection's settings say).
     static let refusedFunctions: Set<String> = ["load_extension", "fts3_tokenizer"]
 
+    /// Virtual tables no app statement may read: `sqlite_stmt` lists the statements of the
+    /// connection, which the daemon shares between the callers of an account, with their text.
+    static let refusedTables: Set<String> = ["sqlite_stmt"]
+
     static let schemaChange = "schema changes (CREATE, DROP, ALTER) are not allowed: the schema belongs to the bundle; ship a migration instead"
 
     var mode = Mode.query
@@ -59,6 +63,8 @@ struct StatementGuard {
     mutating func authorize(_ action: Int32, _ first: String?, _ second: String?, _ trigger: String?) -> Int32 {
         if mode == .daemon { return SQLITE_OK }
         switch action {
+        case SQLITE_READ where Self.refusedTables.contains((first ?? "").lowercased()):
+            return deny("reading \(first ?? "") is not allowed: it shows the daemon's connections, not the account's data")
         case SQLITE_SELECT, SQLITE_READ, SQLITE_RECURSIVE:
             return SQLITE_OK
         case SQLITE_FUNCTION:

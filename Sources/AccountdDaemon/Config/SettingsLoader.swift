@@ -173,8 +173,11 @@ public struct SettingsLoader: Sendable {
             }
             // An empty list, or an empty item ("a,,b" in the environment), names no one.
             return try names.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { name in
-                if let id = UInt32(name) { return id }
-                guard let id = lookup(name) else { throw Failure(description: "setting \(key): no such user or group '\(name)'") }
+                let found: UInt32?
+                do { found = try NameOrID.resolve(name, kind: "user or group", lookup: lookup) } catch {
+                    throw Failure(description: "setting \(key): \((error as? NameOrID.Ambiguous)?.message ?? "\(error)")")
+                }
+                guard let id = found else { throw Failure(description: "setting \(key): no such user or group '\(name)'") }
                 return id
             }
         }

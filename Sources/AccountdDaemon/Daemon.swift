@@ -46,6 +46,15 @@ public enum Daemon {
         // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
         let metrics = DaemonMetrics()
         metrics.bootstrapProcess()
+        // With replication, a missing device.sqlite comes back from the replica before a new,
+        // empty one could be made and shadow it there.
+        if let replicating = settings.replication {
+            let pulled = try DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
+                .pullIfMissing()
+            if case .pulled(let txid) = pulled {
+                logger.notice("device.sqlite was missing; pulled from the replica \(replicating.replica.redact(replicating.replica.device)) (Litestream txid \(txid ?? "unknown"))")
+            }
+        }
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
         defer { preferences.closeAll() }

@@ -67,7 +67,7 @@ extension AccountStore {
 
     /// The body of both restores, under the account's lock: checks `source`, saves the current
     /// file as a snapshot, and writes `source`'s content into the account file.
-    private func replaceContent(of account: AccountName, with source: String, protecting: Set<String>) throws -> SnapshotInfo? {
+    func replaceContent(of account: AccountName, with source: String, protecting: Set<String>) throws -> SnapshotInfo? {
         known.withLock { $0[account] = nil }
         let path = root.accountPath(account)
         // A link in the account's place is refused as every method refuses it, before any copy.

@@ -36,7 +36,7 @@ extension MaintenanceService {
             }
         }
         if saved != nil { metrics.snapshot(.restore) }
-        let at = at
+        let at = LitestreamTime.format(fetched.at)
         let size = (try? FileManager.default.attributesOfItem(atPath: store.root.accountPath(account)))?[.size] as? NSNumber
         let restored = SnapshotEntry(snapshot: "replica", version: fetched.version, createdAt: at, sizeBytes: size?.int64Value ?? 0)
         let replaced = saved.map { "the replaced file was kept as snapshot \($0.name)" } ?? "it had no file to replace"

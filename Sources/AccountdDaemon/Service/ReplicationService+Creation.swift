@@ -3,8 +3,8 @@ import AccountdProtocol
 import Foundation
 
 extension ReplicationService {
-    /// Before `account` is created here (a switch with `create`): with replication on and no
-    /// file of the account here, asks the replica whether it holds the account. If it does, a
+    /// Before `account` is created here (a switch with `create`): with replication on, no
+    /// file of the account here and no snapshot of it either, asks the replica whether it holds the account. If it does, a
     /// new empty file would become the replica's newest state within a second and hide the
     /// copy there; so creating is refused, naming `accountctl pull`, or with
     /// `replication.litestream.onCreate: pull` the replica's copy is pulled instead (the open
@@ -19,6 +19,9 @@ extension ReplicationService {
         let path = root.accountPath(account)
         var info = stat()
         guard lstat(path, &info) != 0, errno == ENOENT else { return }
+        // An account that lived here and was removed here (its snapshots are kept) is
+        // created again on purpose: the replica then follows the new file, as before.
+        guard store.listSnapshots(account).isEmpty else { return }
         let replica = current.replica
         let source = replica.account(account)
         let shown = replica.redact(source)

@@ -218,3 +218,24 @@ struct ObjectStoreReplicationTests {
         #expect(recovered, "\(litestream!.log.suffix(2000))")
     }
 }
+
+/// `accountctl restore ACCOUNT --at TIME` without an object store: what it accepts, and what
+/// a daemon without replication answers.
+@Suite struct RestoreAtArgumentsTests {
+    @Test func aTimeIsRFC3339OrHowLongAgoAndNeedsReplication() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        #expect(try daemon.client().callOne("switch alice").error == nil)
+        for time in ["10m", "2h", "90s", "2026-01-31T09:30:00Z"] {
+            let run = try E2E.accountctl(["restore", "alice", "--at", time], socket: daemon.socket)
+            #expect(run.status == 1 && run.stderr.contains("without replication"), "\(time): \(run.stderr)")
+        }
+        for bad in ["yesterday", "10", "2026-01-31"] {
+            let run = try E2E.accountctl(["restore", "alice", "--at", bad], socket: daemon.socket)
+            #expect(run.status == 2 && run.stderr.contains("--at"), "\(bad): \(run.stderr)")
+        }
+        let both = try E2E.accountctl(["restore", "alice", "some-snapshot", "--at", "10m"], socket: daemon.socket)
+        #expect(both.status == 2, "\(both.stderr)")
+        #expect(try daemon.client().callOne("snapshots alice").parameters["snapshots"]?.arrayValue?.isEmpty == true, "nothing was restored or saved")
+    }
+}

@@ -114,6 +114,7 @@ install: deps
 	sed 's|@LITESTREAM@|$(LITESTREAM)|g' systemd/accountd-litestream.service.in > $(DESTDIR)$(UNITDIR)/accountd-litestream.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-litestream.service
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
+	install -m 0644 systemd/accountd.service.d/replica-network.conf $(DESTDIR)$(DATADIR)/replica-network.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml
 	install -m 0644 config/schema/migrations/*.sql $(DESTDIR)$(DATADIR)/schema/migrations/

@@ -168,6 +168,18 @@ struct ObjectStoreReplicationTests {
         #expect(switched.error == nil, "\(switched) \(hostC.log.suffix(2000))")
         #expect(try ReplicationTests.get(clientC, "word", account: "u0300") == "kept")
         #expect(try E2E.sql(hostC.accountPath("u0300"), "SELECT group_concat(name) FROM item;") == "kept")
+
+        // Host D cannot ask the replica (a wrong secret): nothing is created, and it says why.
+        let (hostD, _) = try Self.host(
+            dir, "host-d", replica: replica, bundle: bundle, litestream: false, environment: ["AWS_SECRET_ACCESS_KEY": "not-the-secret"])
+        let unasked = try E2E.accountctl(["switch", "u0302"], socket: hostD.socket)
+        #expect(unasked.status == 1 && unasked.stderr.contains("could not be asked"), "\(unasked.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: hostD.accountPath("u0302")))
+
+        // The secret is in no log and no reply: it reached Litestream through the environment only.
+        for host in [hostA, hostB, hostC, hostD] { #expect(!host.log.contains(SeaweedStore.secretKey)) }
+        #expect(!(try String(contentsOfFile: dir.sub("run-host-b/litestream.yml"), encoding: .utf8)).contains(SeaweedStore.secretKey))
+        #expect(!refused.stderr.contains(SeaweedStore.secretKey) && !pulled.stdout.contains(SeaweedStore.secretKey))
     }
 
     /// A store that stops taking uploads (frozen with SIGSTOP) shows in `accountctl

@@ -41,6 +41,12 @@ extension AccountdClient {
         try await call(.restore(account: Self.account(account), snapshot: snapshot), as: RestoreReply.self)
     }
 
+    /// `Restore {account, at}`: the account as its Litestream replica had it at `at` (admin
+    /// only). The reply's `at` is the time the restored state really has.
+    public func restore(account: String, at: ReplicaTime) async throws -> RestoreReply {
+        try await call(.restore(account: Self.account(account), snapshot: nil, at: at), as: RestoreReply.self)
+    }
+
     /// Removes an account's file, keeping a final snapshot; with `purge`, erases the file,
     /// its snapshots and its other files for good.
     ///

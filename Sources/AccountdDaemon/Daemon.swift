@@ -46,6 +46,23 @@ public enum Daemon {
         // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
         let metrics = DaemonMetrics()
         metrics.bootstrapProcess()
+        // With replication, a missing device.sqlite comes back from the replica before a new,
+        // empty one could be made and shadow it there.
+        // If the replica cannot be asked, the daemon starts all the same (the log says so):
+        // device-wide preferences are not worth a device that does not start.
+        if let replicating = settings.replication {
+            let shown = replicating.replica.redact(replicating.replica.device)
+            do {
+                let pulled = try DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
+                    .pullIfMissing()
+                if case .pulled(let txid) = pulled {
+                    logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
+                }
+            } catch {
+                logger.error(
+                    "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); a new one is made if a device namespace needs it, and once Litestream ships it, it replaces the replica's. Stop accountd and accountd-litestream if the replica's copy matters, and fix the replica's access first")
+            }
+        }
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
         defer { preferences.closeAll() }

@@ -89,7 +89,7 @@ public enum Method: String, CaseIterable, Sendable {
         case .export: ["account", "format"]
         case .verify, .plan: ["account"]
         case .snapshots: ["account"]
-        case .restore: ["account", "snapshot"]
+        case .restore: ["account", "snapshot", "at"]
         case .snapshot: ["account", "label"]
         case .remove: ["account", "purge"]
         case .migrate: ["accounts", "all", "canary", "maxFailures"]

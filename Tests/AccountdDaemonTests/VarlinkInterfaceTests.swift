@@ -54,6 +54,9 @@ import Testing
             .restore: [
                 RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3)),
                 RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "failed", version: 1, problem: "no")),
+                RestoreReply(
+                    account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3), restoredFrom: "replica",
+                    at: "2026-01-01T00:00:00Z"),
             ],
             .snapshot: [snapshot],
             .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot)],
@@ -68,7 +71,8 @@ import Testing
             .replication: [
                 ReplicationReply(
                     enabled: true, replica: "file:///srv/replica", litestream: true,
-                    accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)])
+                    accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)],
+                    lagThresholdSeconds: 5)
             ],
             .pull: [PullReply(account: "alice", version: 3, sizeBytes: 4096, txid: "0000000000000004")],
             .watch: [

@@ -28,6 +28,7 @@ struct CommandCodecTests {
         .export(account: alice, format: .jsonl), .export(account: alice, format: .sql), .export(account: bob, format: .sqlite),
         .verify(account: alice), .plan(account: bob), .snapshots(account: bob),
         .restore(account: alice, snapshot: nil), .restore(account: alice, snapshot: "20260101T000000Z-v3-manual"),
+        .restore(account: alice, snapshot: nil, at: ReplicaTime("2026-01-31T09:30:00.250+01:00")),
         .snapshot(account: alice, label: .manual), .snapshot(account: alice, label: label("before-upgrade.2")),
         .remove(account: alice, purge: false), .remove(account: bob, purge: true),
         .get(theme), .get(PreferenceKey(namespace: "switch", key: "ké y", account: bob)),

@@ -32,6 +32,15 @@ public struct LitestreamProgram: Sendable {
         return nil
     }
 
+    /// The environment Litestream runs with: this process's, without `AWS_CA_BUNDLE`.
+    /// Litestream 0.5's S3 client refuses to start when that variable is set ("unable to add
+    /// custom RootCAs HTTPClient"), and many machines set it for other programs.
+    public static func environment(_ base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var environment = base
+        environment["AWS_CA_BUNDLE"] = nil
+        return environment
+    }
+
     /// Runs the program with `arguments` and waits for it to end. Blocking: call it on a
     /// thread that may wait.
     ///
@@ -45,6 +54,7 @@ public struct LitestreamProgram: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        process.environment = Self.environment()
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

@@ -24,6 +24,8 @@ enum SettingKeys {
         "preferences.groupCommit",
         "replication.litestream.replica", "replication.litestream.syncIntervalSeconds",
         "replication.litestream.config", "replication.litestream.program",
+        "replication.litestream.retentionHours", "replication.litestream.snapshotIntervalHours",
+        "replication.litestream.metricsAddress", "replication.litestream.onCreate",
     ]
 
     /// The section whose keys are names of the operator's choosing (see ``NamespaceConfig``).

@@ -128,6 +128,7 @@ public struct SettingsLoader: Sendable {
             "limits.queryMaxRows": .init(.int(10_000), isSecret: false),
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
+            "replication.litestream.onCreate": .init(.string("refuse"), isSecret: false),
         ]
         let reader = ConfigReader(providers: [
             InMemoryProvider(name: "flags", values: given),
@@ -212,10 +213,34 @@ public struct SettingsLoader: Sendable {
             }
             let interval = try seconds("replication.litestream.syncIntervalSeconds", Self.syncIntervalRange)
             let configDefault = (runtime ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"
+            var tuning = ReplicationSettings.Tuning()
+            // Optional: unset leaves Litestream's own default.
+            func hours(_ key: ConfigKey) throws -> Double? {
+                guard reader.string(forKey: key) != nil || reader.double(forKey: key) != nil else { return nil }
+                let range = Self.litestreamHoursRange
+                guard let value = reader.double(forKey: key), value.isFinite, range.contains(value) else {
+                    let given = reader.double(forKey: key).map(Self.text) ?? reader.string(forKey: key).map { "'\($0.prefix(40))'" } ?? "not a number"
+                    throw Failure(description: "setting \(key) is \(given); it must be a number of hours from 0.0167 (a minute) to \(Self.text(range.upperBound))")
+                }
+                return value
+            }
+            tuning.retentionHours = try hours("replication.litestream.retentionHours")
+            tuning.snapshotIntervalHours = try hours("replication.litestream.snapshotIntervalHours")
+            if let address = reader.string(forKey: "replication.litestream.metricsAddress"), !address.isEmpty {
+                guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port) else {
+                    throw Failure(description: "setting replication.litestream.metricsAddress is '\(address)'; give HOST:PORT, e.g. 127.0.0.1:9090")
+                }
+                tuning.metricsAddress = address
+            }
+            let onCreateText = try string("replication.litestream.onCreate")
+            guard let onCreate = ReplicationSettings.OnCreate(rawValue: onCreateText) else {
+                throw Failure(
+                    description: "setting replication.litestream.onCreate is '\(onCreateText.prefix(40))'; it must be refuse (the default) or pull")
+            }
             replication = ReplicationSettings(
                 replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
                 configPath: absolute(reader.string(forKey: "replication.litestream.config") ?? configDefault),
-                program: try string("replication.litestream.program"))
+                program: try string("replication.litestream.program"), tuning: tuning, onCreate: onCreate)
         }
         let namespaces = try NamespaceConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
         let grants = try GrantConfig.read(file: FileManager.default.fileExists(atPath: file.path) ? file.path : nil)
@@ -255,6 +280,8 @@ public struct SettingsLoader: Sendable {
     /// carries it in whole milliseconds (``LitestreamConfig/duration(_:)``), and a shorter one
     /// would be written `0s`, which Litestream refuses.
     static let syncIntervalRange: ClosedRange<Double> = 0.001...3600
+    /// `replication.litestream.retentionHours` and `snapshotIntervalHours`: a minute to ten years.
+    static let litestreamHoursRange: ClosedRange<Double> = (1.0 / 60)...87_600
     /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
     static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
 

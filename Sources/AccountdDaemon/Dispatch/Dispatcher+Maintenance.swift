@@ -15,6 +15,16 @@ extension Dispatcher {
         try await writer.send(Reply(reply))
     }
 
+    /// `Restore {account, at}`: the account as the replica had it then, with `restoredFrom` and
+    /// the time the restored state has.
+    func restore(_ account: AccountName, at: ReplicaTime, writer: ReplyWriter) async throws {
+        let done = try await services.maintenance.restore(account, at: at)
+        let reply = RestoreReply(
+            account: account.rawValue, restored: done.restored, saved: done.saved.map(SnapshotEntry.init), reopened: done.reopened,
+            restoredFrom: "replica", at: done.at)
+        try await writer.send(Reply(reply))
+    }
+
     /// `Remove {account, purge?}`: `{account, purged, snapshot?}`, the snapshot being the
     /// final `before-remove` copy (left out after a purge).
     func remove(_ account: AccountName, purge: Bool, writer: ReplyWriter) async throws {

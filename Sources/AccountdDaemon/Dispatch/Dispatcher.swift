@@ -236,8 +236,12 @@ struct Dispatcher: Sendable {
             try await writer.send(Reply(PlanReply(try await services.maintenance.plan(account))))
         case .snapshots(let account):
             try await snapshots(account, writer: writer)
-        case .restore(let account, let snapshot):
-            try await restore(account, snapshot: snapshot, writer: writer)
+        case .restore(let account, let snapshot, let at):
+            if let at {
+                try await restore(account, at: at, writer: writer)
+            } else {
+                try await restore(account, snapshot: snapshot, writer: writer)
+            }
         case .snapshot(let account, let label):
             try await writer.send(Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))))
         case .remove(let account, let purge):
@@ -248,6 +252,10 @@ struct Dispatcher: Sendable {
             try await writer.send(try await change(call.command))
         case .metrics:
             let services = services
+            // The replication gauges, read now (through the shared look-up, within its deadline).
+            if services.replication.settings.current != nil {
+                services.metrics.replication(try await services.maintenance.replication())
+            }
             let text = try await services.pool.run { services.metricsText() }
             try await writer.send(Reply(MetricsReply(text: metricsText(text, for: call.peer))))
         case .replication:

@@ -32,6 +32,9 @@ final class DaemonMetrics: Sendable {
         static let connectionsRefused = "accountd_connections_refused_total"
         static let activeAccount = "accountd_active_account"
         static let accounts = "accountd_accounts"
+        static let replicationLag = "accountd_replication_lag_seconds"
+        static let replicationAccounts = "accountd_replication_accounts"
+        static let replicationUp = "accountd_replication_litestream_up"
     }
 
     /// Why a snapshot was taken: the `reason` label of ``Name/snapshots``.
@@ -115,6 +118,21 @@ final class DaemonMetrics: Sendable {
             shown = name
         }
         return registry.emitToString()
+    }
+
+    /// The replication gauges, from a `Replication` look-up over every account: the worst
+    /// lag (seconds since the replica last had everything of the account furthest behind),
+    /// how many accounts are in each state (`replicating`, `behind`, `not-replicated`, ...),
+    /// and whether Litestream answered. No account names in labels.
+    func replication(_ reply: ReplicationReply) {
+        guard reply.enabled else { return }
+        CoreMetrics.Gauge(label: Name.replicationUp, factory: factory).record(reply.litestream ? 1 : 0)
+        CoreMetrics.Gauge(label: Name.replicationLag, factory: factory).record(reply.worstSecondsBehind ?? 0)
+        var states: [String: Int] = ["replicating": 0, ReplicationAccount.behindStatus: 0, "not-replicated": 0, "unknown": 0]
+        for account in reply.accounts { states[account.status, default: 0] += 1 }
+        for (state, count) in states {
+            CoreMetrics.Gauge(label: Name.replicationAccounts, dimensions: [("state", state)], factory: factory).record(count)
+        }
     }
 
     // MARK: - Requests

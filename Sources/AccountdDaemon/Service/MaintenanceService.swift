@@ -91,6 +91,13 @@ struct MaintenanceService: Sendable {
         logger.notice(
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
             metadata: ["account": "\(account)"])
+        let reopened = await reopen(account, restoredFrom: "snapshot \(restored.name)", version: restored.version)
+        return Restored(restored: restored, saved: saved, reopened: reopened)
+    }
+
+    /// After a restore: an active account is opened again at once (and migrated if the copy is
+    /// older); nil when the account is not active. A reopen that fails is said, not thrown.
+    func reopen(_ account: AccountName, restoredFrom source: String, version restoredVersion: Int) async -> RestoreReply.Reopened? {
         var reopened: RestoreReply.Reopened?
         if switching.isActive(account) {
             do {
@@ -101,14 +108,14 @@ struct MaintenanceService: Sendable {
             } catch {
                 let failure = error as? AccountdError
                 let problem = failure?.message ?? "\(error)"
-                let version = failure?.fromVersion ?? restored.version
+                let version = failure?.fromVersion ?? restoredVersion
                 logger.error(
-                    "account \(account) was restored from snapshot \(restored.name), but the active account could not be opened again at the bundle's version; its file stays at version \(version): \(problem)",
+                    "account \(account) was restored from \(source), but the active account could not be opened again at the bundle's version; its file stays at version \(version): \(problem)",
                     metadata: ["account": "\(account)", "operation": "Restore", "error": "\(failure?.wireName.rawValue ?? "\(error)")"])
                 reopened = RestoreReply.Reopened(action: "failed", version: version, problem: problem)
             }
         }
-        return Restored(restored: restored, saved: saved, reopened: reopened)
+        return reopened
     }
 
     /// Removes `account` (`Remove`): its file, after a final snapshot, or with `purge`

@@ -106,9 +106,11 @@ struct ReplicationService: Sendable {
         }
         let replica = current.replica.redacted
         guard LitestreamControl(socketPath: current.controlSocketPath).isPresent else {
-            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
-                ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
-            })
+            return ReplicationReply(
+                enabled: true, replica: replica, litestream: false,
+                accounts: accounts.map {
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         let logger = logger
         let lookup = await statusCache.lookup(socketPath: current.controlSocketPath) { failure in
@@ -122,24 +124,53 @@ struct ReplicationService: Sendable {
         case .failure(let failure):
             // Not running: nothing replicates. Running but not answering: nobody knows.
             let status = failure.notRunning ? "not-replicated" : "unknown"
-            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
-                ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
-            })
+            return ReplicationReply(
+                enabled: true, replica: replica, litestream: false,
+                accounts: accounts.map {
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
+                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         // Litestream names each database by its cleaned absolute path.
         var known: [String: LitestreamControl.Database] = [:]
         for database in databases { known[(database.path as NSString).standardizingPath] = database }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let threshold = Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds)
         let entries = accounts.map { account -> ReplicationAccount in
             guard let database = known[(root.accountPath(account) as NSString).standardizingPath] else {
                 return ReplicationAccount(account: account.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
             }
+            // Litestream moves last_sync_at only when a sync succeeded: with nothing new, at
+            // every sync; with changes waiting, once the store took them. So the time since it
+            // is the real lag, and a store that takes no uploads shows as it grows.
+            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) }
+            let lagging = database.status == "replicating" && (behind ?? 0) > threshold
             return ReplicationAccount(
-                account: account.rawValue, replicated: database.status == "replicating", status: database.status,
-                lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) })
+                account: account.rawValue, replicated: database.status == "replicating",
+                status: lagging ? ReplicationAccount.behindStatus : database.status,
+                lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: behind)
         }
-        return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries)
+        let reply = ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, lagThresholdSeconds: threshold)
+        return reply
+    }
+
+    /// The replica's past states for `Restore {at}`, with the settings in force.
+    ///
+    /// - Throws: a `ProtocolError` (`InvalidRequest`) when replication is off.
+    func timeTraveller() throws -> ReplicaTimeTravel {
+        guard let current = settings.current else {
+            throw ProtocolError(
+                .invalidRequest,
+                "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to restore from; restore a snapshot instead")
+        }
+        return ReplicaTimeTravel(root: root, replica: current.replica, litestream: LitestreamProgram(executable: current.program))
+    }
+
+    /// How far behind an account may be before it is `behind`: Litestream reads the WAL every
+    /// second and ships every `syncIntervalSeconds`, so a healthy account is at most about
+    /// their sum behind; three sync intervals and two seconds more, and at least 5 s.
+    static func lagThreshold(syncIntervalSeconds: Double) -> Double {
+        max(5, 3 * syncIntervalSeconds + 2)
     }
 
     /// The puller for `Pull`, with the settings in force.

@@ -44,7 +44,8 @@ struct Services: Sendable {
         self.pool = pool
         self.hub = hub
         self.metrics = metrics
-        switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        switching = SwitchService(
+            stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication, logger: logger)
         data = DataService(
             limits: sqlLimits, stores: stores, switching: switching, connections: preferences.sqlConnections, pool: pool, hub: hub)
         maintenance = MaintenanceService(

@@ -85,6 +85,8 @@ final class SwitchService: Sendable {
     let preferences: PreferenceService
     let logger: Logger
     let metrics: DaemonMetrics
+    /// Asked before an account is created, so that no new empty file shadows the replica's copy.
+    let replication: ReplicationService
     let board = MigrationBoard()
     let state = Mutex(State())
     /// `state.json`: the durable record of every uid's active account.
@@ -97,8 +99,9 @@ final class SwitchService: Sendable {
 
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
-        logger: Logger
+        replication: ReplicationService? = nil, logger: Logger
     ) {
+        self.replication = replication ?? .off(root: stores.current.root, logger: logger)
         self.stores = stores
         self.metrics = metrics
         self.preferences = preferences
@@ -228,11 +231,12 @@ final class SwitchService: Sendable {
     private func openHeld<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
-        let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
+        let (store, board, hub, preferences, replication) = (stores.current, board, hub, preferences, replication)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
             try await pool.run {
                 preferences.close(account)
+                if create { try replication.beforeCreating(account, store: store, holding: hold) }
                 let outcome = try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)
                     hub.publish(

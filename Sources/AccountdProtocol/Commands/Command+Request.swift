@@ -35,7 +35,20 @@ extension Command {
         case .verify: self = .verify(account: try parameters.requiredAccount())
         case .plan: self = .plan(account: try parameters.requiredAccount())
         case .snapshots: self = .snapshots(account: try parameters.requiredAccount())
-        case .restore: self = .restore(account: try parameters.requiredAccount(), snapshot: try parameters.string("snapshot"))
+        case .restore:
+            let account = try parameters.requiredAccount()
+            let snapshot = try parameters.string("snapshot")
+            var at: ReplicaTime?
+            if let text = try parameters.string("at") {
+                guard let time = ReplicaTime(text) else {
+                    throw .invalidParameter("at", "at '\(text.prefix(40))' is not an RFC 3339 time; give e.g. 2026-01-31T09:30:00Z")
+                }
+                guard snapshot == nil else {
+                    throw .invalidParameter("at", "Restore takes either snapshot (a local snapshot) or at (a time in the replica), not both")
+                }
+                at = time
+            }
+            self = .restore(account: account, snapshot: snapshot, at: at)
         case .snapshot:
             let account = try parameters.requiredAccount()
             var label = SnapshotLabel.manual
@@ -91,9 +104,10 @@ extension Command {
             account(name)
             pairs.append(("format", .string(format.rawValue)))
         case .verify(let name), .plan(let name), .snapshots(let name): account(name)
-        case .restore(let name, let snapshot):
+        case .restore(let name, let snapshot, let at):
             account(name)
             if let snapshot { pairs.append(("snapshot", .string(snapshot))) }
+            if let at { pairs.append(("at", .string(at.text))) }
         case .snapshot(let name, let label):
             account(name)
             pairs.append(("label", .string(label.description)))

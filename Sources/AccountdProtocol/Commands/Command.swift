@@ -30,8 +30,9 @@ public enum Command: Sendable, Hashable {
     case plan(account: AccountName)
     /// `Snapshots`: an account's snapshots, newest first.
     case snapshots(account: AccountName)
-    /// `Restore`: put a snapshot back; nil means the newest.
-    case restore(account: AccountName, snapshot: String?)
+    /// `Restore`: put a snapshot back (nil means the newest), or with `at` the account as its
+    /// Litestream replica had it at that time (RFC 3339 on the wire).
+    case restore(account: AccountName, snapshot: String?, at: ReplicaTime? = nil)
     /// `Snapshot`: take a snapshot now.
     case snapshot(account: AccountName, label: SnapshotLabel)
     /// `Remove`: remove an account, keeping a final snapshot unless `purge`.

@@ -23,13 +23,16 @@ struct RestoreCommand: AsyncParsableCommand {
     @Argument(help: "The snapshot to restore, as `snapshots` lists it; the newest if left out.")
     var snapshot: String?
 
+    @Flag(help: "Restore an account handed off from this host all the same, ending the handoff (two hosts may then hold diverging copies).")
+    var reclaim = false
+
     func validate() throws {
         try validateAccountName(account)
         if snapshot?.isEmpty == true { throw ValidationError("the snapshot name is empty") }
     }
 
     func run() async throws {
-        let reply = try await global.connect().restore(account: account, snapshot: snapshot)
+        let reply = try await global.connect().restore(account: account, snapshot: snapshot, reclaim: reclaim)
         if global.json { return Output.json(reply.parameters) }
         let restored = reply.restored
         print(

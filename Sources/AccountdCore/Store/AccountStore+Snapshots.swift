@@ -39,10 +39,14 @@ extension AccountStore {
     /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
     /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
     ///   not a sound copy of this account, `accountBusy`, `storage`.
+    ///
+    /// An account handed off from this host is refused (`accountMoved`) unless `reclaim`:
+    /// then the restore ends the handoff here (``DataRoot/eraseHandoff(_:)``), once the file
+    /// is in place.
     public func restore(
-        _ account: AccountName, snapshot name: String?, holding hold: AccountHold? = nil
+        _ account: AccountName, snapshot name: String?, reclaim: Bool = false, holding hold: AccountHold? = nil
     ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
-        try underLock(account, holding: hold) {
+        try underLock(account, holding: hold, allowingMoved: reclaim) {
             known.withLock { $0[account] = nil }
             let path = root.accountPath(account)
             // A link in the account's place is refused as every method refuses it, before any copy.
@@ -81,6 +85,8 @@ extension AccountStore {
                 for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
                 try FileSystem.durableRename(temp, to: path)
             }
+            // The account is back on this host by the operator's explicit choice.
+            if reclaim { try root.eraseHandoff(account) }
             // The restored snapshot stays listed: the list is what it was plus the saved copy.
             return (chosen, saved)
         }

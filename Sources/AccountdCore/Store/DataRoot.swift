@@ -70,6 +70,8 @@ public struct DataRoot: Sendable {
         case restoring
         /// A copy being restored from a Litestream replica (``ReplicaPull``).
         case pulling
+        /// A file being imported (``AccountImport``).
+        case importing
     }
 
     /// `accounts/.<account>.sqlite.<staging>`: a name no account can have (it begins with `.`).

@@ -152,11 +152,11 @@ import Testing
             ("alice", reaching, .accountCorrupt, "statement 1"),
             ("alice", vacuum, .accountCorrupt, "statement 2"),
             ("alice", jsonl, .accountCorrupt, "jsonl"),
-            ("alice", link, .internalError, "symbolic link"),
-            ("alice", fifo, .internalError, "not a regular file"),
-            ("alice", inside, .internalError, "inside the data root"),
-            ("alice", withWAL, .internalError, "-wal"),
-            ("alice", dir.sub("missing.sqlite"), .internalError, "cannot be found"),
+            ("alice", link, .invalidParameter, "symbolic link"),
+            ("alice", fifo, .invalidParameter, "not a regular file"),
+            ("alice", inside, .invalidParameter, "inside the data root"),
+            ("alice", withWAL, .invalidParameter, "-wal"),
+            ("alice", dir.sub("missing.sqlite"), .invalidParameter, "cannot be found"),
             ("keep", sqlite, .accountExists, "already exists"),
         ]
         for (account, path, error, says) in cases {

@@ -54,11 +54,12 @@ public final class ImportSource {
     /// Opens `path` for `account`'s import under the rules above.
     ///
     /// - Parameter caller: who asked; nil skips the permission check (the offline tool, root).
-    /// - Throws: ``AccountdError``: `invalidRequest`-like refusals are `storage` with a
-    ///   message saying which rule the path breaks; `accountCorrupt` for a `jsonl` export.
+    /// - Throws: `ProtocolError` `InvalidParameter` (`path`) saying which rule the path
+    ///   breaks; ``AccountdError`` `accountCorrupt` for a `jsonl` export, `storage` when the
+    ///   data root has not the room.
     init(path: String, account: AccountName, root: DataRoot, caller: Caller?) throws {
-        func refuse(_ why: String) -> AccountdError {
-            AccountdError(.storage, "import of account \(account): \(path) \(why); nothing was changed", account: account.rawValue, file: path)
+        func refuse(_ why: String) -> ProtocolError {
+            .invalidParameter("path", "import of account \(account): \(path) \(why); nothing was changed")
         }
         guard path.hasPrefix("/") else { throw refuse("is not an absolute path") }
         let named = URL(fileURLWithPath: path).standardizedFileURL.path
@@ -83,7 +84,10 @@ public final class ImportSource {
                 "has a -wal file beside it holding transactions not yet in the file; checkpoint it first (sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)') or copy it with 'sqlite3 FILE .backup COPY'")
         }
         if let free = DiskSpace.available(at: root.path), Int64(before.st_size) + Self.spareBytes > free {
-            throw refuse("is \(before.st_size) bytes, more than the data root has free (\(free) bytes, of which 64 MiB stay free)")
+            throw AccountdError(
+                .storage,
+                "import of account \(account): \(path) is \(before.st_size) bytes, more than the data root has free (\(free) bytes, of which 64 MiB stay free); nothing was changed",
+                account: account.rawValue, file: path)
         }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { throw refuse("cannot be opened (\(String(cString: strerror(errno))))") }

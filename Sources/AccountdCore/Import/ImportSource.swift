@@ -59,7 +59,7 @@ public final class ImportSource {
     ///   data root has not the room.
     init(path: String, account: AccountName, root: DataRoot, caller: Caller?) throws {
         func refuse(_ why: String) -> ProtocolError {
-            .invalidParameter("path", "import of account \(account): \(path) \(why); nothing was changed")
+            ProtocolError(.invalidParameter, "import of account \(account): \(path) \(why); nothing was changed", facts: [("parameter", "path")])
         }
         guard path.hasPrefix("/") else { throw refuse("is not an absolute path") }
         let named = URL(fileURLWithPath: path).standardizedFileURL.path
@@ -162,7 +162,8 @@ public final class ImportSource {
 
     /// The file's bytes, mapped read-only (not read into memory), for `body`.
     func withMappedBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
-        guard let base = mmap(nil, Int(size), PROT_READ, MAP_PRIVATE, descriptor, 0), base != MAP_FAILED else {
+        let mapped: UnsafeMutableRawPointer? = mmap(nil, Int(size), PROT_READ, MAP_PRIVATE, descriptor, 0)
+        guard let base = mapped, base != UnsafeMutableRawPointer(bitPattern: -1) else {
             throw AccountdError.storage("mapping", path: path, errno: errno)
         }
         defer { munmap(base, Int(size)) }

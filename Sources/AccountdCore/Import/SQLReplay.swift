@@ -64,8 +64,8 @@ enum SQLReplay {
             }
             guard let statement else {
                 // Only blanks or comments were left.
-                guard let tail, tail > UnsafePointer(position) else { break }
-                position = UnsafeMutablePointer(mutating: tail)
+                guard let tail, tail > position else { break }
+                position = tail
                 continue
             }
             number += 1
@@ -73,8 +73,8 @@ enum SQLReplay {
             while code == SQLITE_ROW { code = sqlite3_step(statement) }
             sqlite3_finalize(statement)
             guard code == SQLITE_DONE else { throw failure(db, number: number, account: account, source: source) }
-            guard let tail, tail > UnsafePointer(position) else { break }
-            position = UnsafeMutablePointer(mutating: tail)
+            guard let tail, tail > position else { break }
+            position = tail
         }
         guard number > 0 else { throw AccountImport.refusal(account, source, "holds no SQL statement") }
         guard sqlite3_get_autocommit(db) != 0 else {

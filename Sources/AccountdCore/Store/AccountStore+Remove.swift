@@ -33,9 +33,9 @@ extension AccountStore {
         _ account: AccountName, purge: Bool, handingOff: Bool = false, holding hold: AccountHold? = nil, prepare: () throws -> Void = {}
     ) throws -> RemoveOutcome {
         try underLock(account, holding: hold, allowingMoved: purge || handingOff) {
-            if purge && root.isHandedOff(account) && FileSystem.entry(at: root.accountPath(account)) == .missing
-                && (try root.snapshotFolder(account)) == nil
-            {
+            let onlyTheRecord = try purge && root.isHandedOff(account) && FileSystem.entry(at: root.accountPath(account)) == .missing
+                && root.snapshotFolder(account) == nil
+            if onlyTheRecord {
                 // Nothing of it is left here but the record: the purge erases that.
                 try prepare()
                 try root.eraseHandoff(account)

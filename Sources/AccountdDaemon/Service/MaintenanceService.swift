@@ -156,13 +156,13 @@ struct MaintenanceService: Sendable {
                 return outcome
             }
         }
+        if outcome.snapshot != nil { metrics.snapshot(.remove) }
         if handoff {
             logger.notice(
                 "account \(account) handed off: Litestream synced it to \(replication.replicaForRecord ?? "the replica") a last time, its file was removed (kept as snapshot \(outcome.snapshot?.name ?? "none")), and this host refuses it until it is pulled back",
                 metadata: ["account": "\(account)"])
             return outcome
         }
-        if outcome.snapshot != nil { metrics.snapshot(.remove) }
         if purge {
             logger.notice(
                 "account \(account) purged: its file and \(outcome.snapshotsErased) snapshot(s) were erased",

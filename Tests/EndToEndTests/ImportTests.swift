@@ -23,6 +23,12 @@ import Testing
         return out.sorted()
     }
 
+    /// A daemon in `directory`, made here.
+    static func daemon(directory: String, bundle: String) throws -> DaemonProcess {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try E2E.daemon(directory: directory, bundle: bundle)
+    }
+
     static func importing(_ client: RawClient, _ account: String, _ path: String, rebind: Bool = false) throws -> Reply {
         var parameters: [(String, JSONValue)] = [("account", .string(account)), ("path", .string(path))]
         if rebind { parameters.append(("rebind", true)) }
@@ -59,7 +65,7 @@ import Testing
         let typeQuery = "SELECT k, typeof(v), quote(v) FROM anything ORDER BY k;"
         // Host B: a new data root with the same bundle.
         let bundle = try BundleFixture.write(at: dir.sub("bundle-b"), steps: ExportRoundTripTests.steps)
-        let hostB = try E2E.daemon(directory: dir.sub("host-b"), bundle: bundle)
+        let hostB = try Self.daemon(directory: dir.sub("host-b"), bundle: bundle)
         let client = try hostB.client()
         for format in ["sql", "sqlite", "copy"] {
             let file = try #require(files[format])
@@ -89,11 +95,11 @@ import Testing
     @Test func anOlderExportIsMigratedOnItsNextSwitch() throws {
         let dir = TestDirectory()
         let old = try BundleFixture.write(at: dir.sub("bundle-v1"), steps: Array(ExportRoundTripTests.steps.prefix(1)))
-        let hostA = try E2E.daemon(directory: dir.sub("host-a"), bundle: old)
+        let hostA = try Self.daemon(directory: dir.sub("host-a"), bundle: old)
         #expect(try hostA.client().callOne("switch alice").parameters["action"] == "created")
         let file = dir.sub("alice-v1.sqlite")
         #expect(try E2E.accountctl(["export", "alice", "--format", "sqlite", "-o", file], socket: hostA.socket).status == 0)
-        let hostB = try E2E.daemon(directory: dir.sub("host-b"), bundle: try BundleFixture.write(at: dir.sub("bundle-v2"), steps: ExportRoundTripTests.steps))
+        let hostB = try Self.daemon(directory: dir.sub("host-b"), bundle: try BundleFixture.write(at: dir.sub("bundle-v2"), steps: ExportRoundTripTests.steps))
         let reply = try Self.importing(try hostB.client(), "alice", file)
         #expect(reply.error == nil && reply.parameters["version"] == 1, "\(reply.parameters)")
         let switched = try hostB.client().callOne("switch alice")
@@ -105,7 +111,7 @@ import Testing
         let (_, files, jsonl) = try Self.exports(dir)
         let sqlite = try #require(files["sqlite"])
         let bundle = try BundleFixture.write(at: dir.sub("bundle-b"), steps: ExportRoundTripTests.steps)
-        let hostB = try E2E.daemon(directory: dir.sub("host-b"), bundle: bundle)
+        let hostB = try Self.daemon(directory: dir.sub("host-b"), bundle: bundle)
         let client = try hostB.client()
         #expect(try client.callOne("switch keep").parameters["action"] == "created")
         _ = try client.callOne("switch other")
@@ -144,7 +150,7 @@ import Testing
 
         let before = Self.listing(hostB.dataRoot)
         let cases: [(String, String, ErrorName, String)] = [
-            ("alice", corrupt, .accountCorrupt, "integrity"),
+            ("alice", corrupt, .accountCorrupt, "cannot be read as an account file"),
             ("alice", cut, .accountCorrupt, "transaction"),
             ("alice", tooNew, .accountTooNew, "version 9"),
             ("bob", sqlite, .accountCorrupt, "belongs to account \"alice\""),

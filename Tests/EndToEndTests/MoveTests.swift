@@ -125,6 +125,8 @@ struct MoveTests {
         #expect(refused.status != 0 && refused.stderr.contains("AccountMoved") && refused.stderr.contains("--reclaim"), "\(refused.stderr)")
 
         // And back: B hands alice off, A pulls it from B's replica; the record on A is gone.
+        #expect(try clientB.callOne("switch other").error == nil)
+        #expect(b.litestream.waitUntilReplicating(b.daemon.accountPath("alice")), "\(b.litestream.log.suffix(2000))")
         let back = try E2E.accountctl(["remove", "alice", "--handoff"], socket: b.daemon.socket)
         #expect(back.status == 0, "\(back.stdout) \(back.stderr)")
         let home = try E2E.accountctl(["pull", "alice", "--replica", b.replica], socket: a.daemon.socket)
@@ -153,7 +155,7 @@ struct MoveTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.dataRoot + "/moved/alice"))
         #expect(try client.callOne("switch alice").parameters["action"] == "opened")
         // Without replication at all, likewise.
-        let plain = try E2E.daemon(directory: dir.sub("plain"), bundle: bundle)
+        let plain = try ImportTests.daemon(directory: dir.sub("plain"), bundle: bundle)
         let plainClient = try plain.client()
         _ = try plainClient.callOne("switch bob")
         _ = try plainClient.callOne("switch other")

@@ -183,4 +183,32 @@ import Testing
         #expect(try client.callOne("switch bob").parameters["action"] == "opened")
         #expect(try TableDump.dumpFile(path: hostB.accountPath("bob")) == TableDump.dumpFile(path: sqlite))
     }
+
+    /// The daemon (root here) reads the file for its caller, never beyond what the caller
+    /// could read: an admin who is not root gets a file only its permissions let it read.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    func anAdminImportsOnlyAFileItCouldReadItself() throws {
+        let dir = TestDirectory()
+        #expect(chmod(dir.path, 0o755) == 0)
+        let (_, files, _) = try Self.exports(dir)
+        let sqlite = try #require(files["sqlite"])
+        let bundle = try BundleFixture.write(at: dir.sub("bundle-b"), steps: ExportRoundTripTests.steps)
+        try FileManager.default.createDirectory(atPath: dir.sub("host-b"), withIntermediateDirectories: true)
+        #expect(chmod(dir.sub("host-b"), 0o755) == 0)
+        let hostB = try E2E.daemon(
+            directory: dir.sub("host-b"), bundle: bundle, environment: ["ACCOUNTD_SOCKET_MODE": "0666", "ACCOUNTD_ADMIN_USERS": "4242"])
+        #expect(chmod(sqlite, 0o600) == 0)
+        let asAdmin = { (account: String) in
+            try AccessTests.accountctl(as: 4242, gid: 4242, socket: hostB.socket, ["import", account, sqlite])
+        }
+        let refused = try asAdmin("alice")
+        #expect(refused.status != 0 && refused.stderr.contains("not readable by the caller"), "\(refused.stdout) \(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: hostB.accountPath("alice")))
+        #expect(chmod(sqlite, 0o644) == 0)
+        let allowed = try asAdmin("alice")
+        #expect(allowed.status == 0, "\(allowed.stdout) \(allowed.stderr)")
+        // Root reads anything.
+        #expect(chmod(sqlite, 0o600) == 0)
+        #expect(try E2E.accountctl(["import", "bob", sqlite, "--rebind"], socket: hostB.socket).status == 0)
+    }
 }

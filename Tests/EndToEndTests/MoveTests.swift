@@ -137,6 +137,11 @@ struct MoveTests {
         #expect(try E2E.sql(a.daemon.accountPath("alice"), "SELECT count(*) FROM item;") == String(rows.count))
         #expect(FileManager.default.fileExists(atPath: b.daemon.dataRoot + "/moved/alice"))
         #expect(try b.daemon.client().callOne("switch alice").error == .accountMoved)
+        // On B, the explicit choice: its own snapshot brought back over the move ends the handoff there.
+        let reclaimed = try E2E.accountctl(["restore", "alice", "--reclaim"], socket: b.daemon.socket)
+        #expect(reclaimed.status == 0, "\(reclaimed.stdout) \(reclaimed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: b.daemon.dataRoot + "/moved/alice"))
+        #expect(try b.daemon.client().callOne("switch alice").parameters["action"] == "opened")
     }
 
     @Test func aHandoffWithoutLitestreamIsRefusedAndChangesNothing() throws {

@@ -67,7 +67,10 @@ public struct AccountImport: Sendable {
         defer { try? root.clearStaging(account, .importing) }
         switch source.format {
         case .sqlite: try source.copy(to: temp)
-        case .sql: try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path) }
+        case .sql:
+            // Made 0600 first (exclusively, not through a link): SQLite would create it with its own mode.
+            try FileSystem.createExclusive(temp)
+            try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path) }
         }
         let (version, lastCompatible, rows) = try prepare(temp, account: account, rebind: rebind, source: path)
         try accept(version, lastCompatible)

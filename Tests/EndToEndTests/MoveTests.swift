@@ -167,4 +167,32 @@ struct MoveTests {
         #expect(try plainClient.callOne("remove bob handoff").error == .internalError)
         #expect(FileManager.default.fileExists(atPath: plain.accountPath("bob")))
     }
+
+    /// A crash between the record and the end of the handoff leaves the account refused with
+    /// its file still here; the same command finishes the handoff.
+    @Test func aHandoffInterruptedByACrashIsFinishedByRunningItAgain() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let a = try Self.host(dir, "a", bundle: bundle)
+        let client = try a.daemon.client()
+        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        _ = try client.callOne("switch other")
+        try ReplicationTests.set(client, "last", "word", account: "alice")
+        #expect(a.litestream.waitUntilReplicating(a.daemon.accountPath("alice")), "\(a.litestream.log.suffix(2000))")
+        // What a crash right after the record leaves: the record, and the file.
+        a.daemon.stop(signal: SIGKILL)
+        try FileManager.default.createDirectory(atPath: a.daemon.dataRoot + "/moved", withIntermediateDirectories: true)
+        try Files.write(#"{"account":"alice","handedOffAt":"2026-11-26T12:00:00.000Z","replica":"x"}"# + "\n", to: a.daemon.dataRoot + "/moved/alice")
+        try a.daemon.restart()
+        let again = try a.daemon.client()
+        #expect(try again.callOne("switch alice").error == .accountMoved)
+        let finished = try E2E.accountctl(["remove", "alice", "--handoff"], socket: a.daemon.socket)
+        #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr) \(a.daemon.log.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: a.daemon.accountPath("alice")))
+        #expect(try again.callOne("switch alice").error == .accountMoved)
+        // The replica has the last write: host B pulls it.
+        let pulled = try E2E.pullOffline("alice", replica: a.replica, dataRoot: dir.sub("host-b/data"))
+        #expect(pulled.status == 0, "\(pulled.stderr)")
+        #expect(try E2E.sql(dir.sub("host-b/data/accounts/alice.sqlite"), "SELECT value FROM accountd_prefs WHERE key = 'last';") == "\"word\"")
+    }
 }

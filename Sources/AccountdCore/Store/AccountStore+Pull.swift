@@ -20,17 +20,26 @@ extension AccountStore {
 
 extension AccountStore {
     /// Writes the record that `account` is handed off from this host (``DataRoot/recordHandoff(_:replica:at:)``),
-    /// under the account's lock, after checking that it has a file here and is not handed off already.
+    /// under the account's lock, after checking that it has a file here.
     ///
-    /// - Throws: `accountNotFound`, `accountMoved`, `accountCorrupt` (a link), `accountBusy`, `storage`.
-    public func recordHandoff(_ account: AccountName, replica: String, holding hold: AccountHold? = nil) throws {
-        try underLock(account, holding: hold) {
+    /// A handoff that a crash interrupted (the record written, the file still here) may be run
+    /// again: the record is written afresh and the handoff goes on.
+    ///
+    /// - Returns: whether the account was recorded as handed off already (an interrupted handoff).
+    /// - Throws: `accountMoved` when it was handed off and its file is gone, `accountNotFound`,
+    ///   `accountCorrupt` (a link), `accountBusy`, `storage`.
+    @discardableResult
+    public func recordHandoff(_ account: AccountName, replica: String, holding hold: AccountHold? = nil) throws -> Bool {
+        try underLock(account, holding: hold, allowingMoved: true) {
             let path = root.accountPath(account)
+            let already = root.isHandedOff(account)
             guard case .regularFile = FileSystem.entry(at: path) else {
+                if already { try root.refuseHandedOff(account) }
                 throw AccountdError(
                     .accountNotFound, "account \(account) has no file here to hand off", account: account.rawValue, file: path)
             }
             try root.recordHandoff(account, replica: replica)
+            return already
         }
     }
 }

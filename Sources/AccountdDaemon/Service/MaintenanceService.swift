@@ -138,11 +138,12 @@ struct MaintenanceService: Sendable {
                 guard let replica = replication.replicaForRecord else {
                     throw ReplicationService.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)")
                 }
-                try await pool.run { try store.recordHandoff(account, replica: replica, holding: hold) }
+                let resumed = try await pool.run { try store.recordHandoff(account, replica: replica, holding: hold) }
                 do {
                     try await replication.release(account, handoff: true)
                 } catch {
-                    try? await pool.run { try store.root.eraseHandoff(account) }
+                    // A first attempt changes nothing; a resumed one (after a crash) keeps the account refused.
+                    if !resumed { try? await pool.run { try store.root.eraseHandoff(account) } }
                     throw error
                 }
             } else {

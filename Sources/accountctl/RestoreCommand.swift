@@ -34,6 +34,9 @@ struct RestoreCommand: AsyncParsableCommand {
     @Option(name: .customLong("at"), help: "Restore from the replica as it was at this time: RFC 3339, or how long ago (10m, 2h).")
     var at: String?
 
+    @Flag(help: "Restore an account handed off from this host all the same, ending the handoff (two hosts may then hold diverging copies).")
+    var reclaim = false
+
     func validate() throws {
         try validateAccountName(account)
         if snapshot?.isEmpty == true { throw ValidationError("the snapshot name is empty") }
@@ -57,14 +60,14 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let at, let time = Self.time(at, now: Date()) {
-            let reply = try await global.connect().restore(account: account, at: time)
+            let reply = try await global.connect().restore(account: account, at: time, reclaim: reclaim)
             if global.json { return Output.json(reply.parameters) }
             print(
                 "Restored \(reply.account) from the replica as it was at \(reply.at ?? "an unknown time") (asked: \(time.text); "
                     + "version \(reply.restored.version), \(Output.size(reply.restored.sizeBytes))).")
             return try report(reply)
         }
-        let reply = try await global.connect().restore(account: account, snapshot: snapshot)
+        let reply = try await global.connect().restore(account: account, snapshot: snapshot, reclaim: reclaim)
         if global.json { return Output.json(reply.parameters) }
         let restored = reply.restored
         print(

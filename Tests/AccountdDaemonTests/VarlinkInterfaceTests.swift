@@ -59,7 +59,7 @@ import Testing
                     at: "2026-01-01T00:00:00Z"),
             ],
             .snapshot: [snapshot],
-            .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot)],
+            .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot, handoff: true)],
             .migrate: [
                 migrated, failed, skipped,
                 MigrateSummary(count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped]),
@@ -87,6 +87,7 @@ import Testing
                 QueryReply(columns: ["id"], rows: [[.integer(1)]], rowCount: 1, truncated: false)
             ],
             .execute: [ExecuteReply(results: [.init(changes: 1, lastInsertRowid: 1)])],
+            .importAccount: [ImportReply(account: "alice", version: 3, rows: 12)],
         ]
     }()
 

@@ -19,7 +19,8 @@ struct CommandCodecTests {
 
     /// At least one of each case, with every parameter both at its default and not.
     static let commands: [Command] = [
-        .info, .ping, .watch, .metrics, .replication, .pull(account: alice),
+        .info, .ping, .watch, .metrics, .replication, .pull(account: alice), .pull(account: alice, replica: "s3://bucket/accountd/host-a?endpoint=http://127.0.0.1:8333"),
+        .importAccount(account: alice, path: "/srv/exports/alice.sqlite"), .importAccount(account: bob, path: "/srv/alice.sql", rebind: true),
         .status(account: nil), .status(account: alice),
         .list(details: false), .list(details: true),
         .switchAccount(account: alice, create: true), .switchAccount(account: bob, create: false),
@@ -27,10 +28,10 @@ struct CommandCodecTests {
         .migrate(.all, rollout: MigrateRollout(canary: 50)), .migrate(.accounts([alice]), rollout: MigrateRollout(canary: 1, maxFailures: 3)),
         .export(account: alice, format: .jsonl), .export(account: alice, format: .sql), .export(account: bob, format: .sqlite),
         .verify(account: alice), .plan(account: bob), .snapshots(account: bob),
-        .restore(account: alice, snapshot: nil), .restore(account: alice, snapshot: "20260101T000000Z-v3-manual"),
-        .restore(account: alice, snapshot: nil, at: ReplicaTime("2026-01-31T09:30:00.250+01:00")),
+        .restore(account: alice, snapshot: nil), .restore(account: alice, snapshot: nil, reclaim: true), .restore(account: alice, snapshot: "20260101T000000Z-v3-manual"),
+        .restore(account: alice, snapshot: nil, at: ReplicaTime("2026-01-31T09:30:00.250+01:00"), reclaim: true),
         .snapshot(account: alice, label: .manual), .snapshot(account: alice, label: label("before-upgrade.2")),
-        .remove(account: alice, purge: false), .remove(account: bob, purge: true),
+        .remove(account: alice, purge: false), .remove(account: bob, purge: true), .remove(account: bob, purge: false, handoff: true),
         .get(theme), .get(PreferenceKey(namespace: "switch", key: "ké y", account: bob)),
         .get(PreferenceKey(namespace: "user", key: String(repeating: "k", count: PreferenceKey.maximumBytes))),
         .set(theme, value: "dark"), .set(theme, value: nil), .set(theme, value: ["a": [1, 2.5, true]]),
@@ -128,6 +129,9 @@ struct CommandCodecTests {
         ("snapshot alice", .snapshot(account: alice, label: .manual)),
         ("snapshot alice pre-upgrade", .snapshot(account: alice, label: label("pre-upgrade"))),
         ("remove alice", .remove(account: alice, purge: false)), ("remove alice purge", .remove(account: alice, purge: true)),
+        ("remove alice handoff", .remove(account: alice, purge: false, handoff: true)),
+        ("pull alice", .pull(account: alice)), ("pull alice file:///srv/replica", .pull(account: alice, replica: "file:///srv/replica")),
+        ("import alice /srv/alice.sql", .importAccount(account: alice, path: "/srv/alice.sql")),
         ("get user theme", .get(theme)), ("get user theme alice", .get(PreferenceKey(namespace: "user", key: "theme", account: alice))),
         (#"set user theme "dark""#, .set(theme, value: "dark")),
         (#"set user theme  {"w": [1, 2]} "#, .set(theme, value: ["w": [1, 2]])),
@@ -160,6 +164,10 @@ struct CommandCodecTests {
         Refusal(line: #"{"method":"io.accountd.Migrate","parameters":{"all":true,"canary":0}}"#, error: .invalidParameter, parameter: "canary"),
         Refusal(line: #"{"method":"io.accountd.Migrate","parameters":{"all":true,"canary":2.5}}"#, error: .invalidParameter, parameter: "canary"),
         Refusal(line: #"{"method":"io.accountd.Migrate","parameters":{"all":true,"maxFailures":"1"}}"#, error: .invalidParameter, parameter: "maxFailures"),
+        // Import: an absolute path; Remove: purge or handoff, not both.
+        Refusal(line: "import alice alice.sqlite", error: .invalidParameter, parameter: "path"),
+        Refusal(line: #"{"method":"io.accountd.Import","parameters":{"account":"alice"}}"#, error: .invalidParameter, parameter: "path"),
+        Refusal(line: #"{"method":"io.accountd.Remove","parameters":{"account":"alice","purge":true,"handoff":true}}"#, error: .invalidParameter, parameter: "handoff"),
         // Export: a format that is none of the three.
         Refusal(line: "export alice csv", error: .invalidParameter, parameter: "format"),
         Refusal(line: #"{"method":"io.accountd.Export","parameters":{"account":"alice","format":"JSONL"}}"#, error: .invalidParameter, parameter: "format"),

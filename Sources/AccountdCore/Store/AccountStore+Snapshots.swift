@@ -39,12 +39,18 @@ extension AccountStore {
     /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
     /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
     ///   not a sound copy of this account, `accountBusy`, `storage`.
+    ///
+    /// An account handed off from this host is refused (`accountMoved`) unless `reclaim`:
+    /// then the restore ends the handoff here (``DataRoot/eraseHandoff(_:)``), once the file
+    /// is in place.
     public func restore(
-        _ account: AccountName, snapshot name: String?, holding hold: AccountHold? = nil
+        _ account: AccountName, snapshot name: String?, reclaim: Bool = false, holding hold: AccountHold? = nil
     ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
-        try underLock(account, holding: hold) {
+        try underLock(account, holding: hold, allowingMoved: reclaim) {
             let chosen = try snapshots.find(account, name: name)
             let saved = try replaceContent(of: account, with: chosen.path, protecting: [chosen.name])
+            // The account is back on this host by the operator's explicit choice.
+            if reclaim { try root.eraseHandoff(account) }
             // The restored snapshot stays listed: the list is what it was plus the saved copy.
             return (chosen, saved)
         }

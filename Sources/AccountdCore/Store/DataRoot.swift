@@ -73,6 +73,8 @@ public struct DataRoot: Sendable {
         /// The replica's state at a past time, before it is written into the account
         /// (``ReplicaTimeTravel``).
         case rewinding
+        /// A file being imported (``AccountImport``).
+        case importing
     }
 
     /// `accounts/.<account>.sqlite.<staging>`: a name no account can have (it begins with `.`).

@@ -26,13 +26,13 @@ extension MaintenanceService {
     /// - Throws: `InvalidRequest` when replication is off; `SnapshotNotFound` when `time` is
     ///   before the replica's history (naming the earliest time there is); `AccountNotFound`,
     ///   `AccountTooNew`, `AccountCorrupt`, `AccountBusy` or a storage error. The account is then unchanged.
-    func restore(_ account: AccountName, at time: ReplicaTime) async throws -> ReplicaRestored {
+    func restore(_ account: AccountName, at time: ReplicaTime, reclaim: Bool = false) async throws -> ReplicaRestored {
         let (store, preferences, traveller) = (stores.current, preferences, try replication.timeTraveller())
         let asked = Date(timeIntervalSince1970: time.secondsSince1970)
         let (fetched, saved) = try await store.withHold(account) { hold in
             try await pool.run {
                 preferences.close(account)
-                return try store.restore(account, at: asked, from: traveller, holding: hold)
+                return try store.restore(account, at: asked, from: traveller, reclaim: reclaim, holding: hold)
             }
         }
         if saved != nil { metrics.snapshot(.restore) }

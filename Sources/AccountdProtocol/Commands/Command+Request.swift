@@ -15,7 +15,18 @@ extension Command {
         case .watch: self = .watch
         case .metrics: self = .metrics
         case .replication: self = .replication
-        case .pull: self = .pull(account: try parameters.requiredAccount())
+        case .pull:
+            let replica = try parameters.string("replica")
+            if let replica, replica.isEmpty || replica.utf8.count > 4096 {
+                throw .invalidParameter("replica", "\"replica\" must be a base URL of at most 4096 bytes, e.g. s3://bucket/accountd/host-a")
+            }
+            self = .pull(account: try parameters.requiredAccount(), replica: replica)
+        case .importAccount:
+            let path = try parameters.requiredString("path")
+            guard path.hasPrefix("/"), path.utf8.count <= 4096, !path.utf8.contains(0) else {
+                throw .invalidParameter("path", "\"path\" must be an absolute path (beginning with /) of at most 4096 bytes, read by the daemon")
+            }
+            self = .importAccount(account: try parameters.requiredAccount(), path: path, rebind: try parameters.bool("rebind") ?? false)
         case .status: self = .status(account: try parameters.account())
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
@@ -48,13 +59,18 @@ extension Command {
                 }
                 at = time
             }
-            self = .restore(account: account, snapshot: snapshot, at: at)
+            self = .restore(account: account, snapshot: snapshot, at: at, reclaim: try parameters.bool("reclaim") ?? false)
         case .snapshot:
             let account = try parameters.requiredAccount()
             var label = SnapshotLabel.manual
             if let raw = try parameters.string("label") { label = try SnapshotLabel(raw) }
             self = .snapshot(account: account, label: label)
-        case .remove: self = .remove(account: try parameters.requiredAccount(), purge: try parameters.bool("purge") ?? false)
+        case .remove:
+            let (purge, handoff) = (try parameters.bool("purge") ?? false, try parameters.bool("handoff") ?? false)
+            if purge && handoff {
+                throw .invalidParameter("handoff", "Remove takes \"purge\" or \"handoff\", not both: a handoff keeps the account for the host that pulls it")
+            }
+            self = .remove(account: try parameters.requiredAccount(), purge: purge, handoff: handoff)
         case .get: self = .get(try Self.preferenceKey(parameters))
         case .delete: self = .delete(try Self.preferenceKey(parameters))
         case .set:
@@ -87,7 +103,13 @@ extension Command {
         }
         switch self {
         case .info, .ping, .watch, .metrics, .replication: break
-        case .pull(let name): account(name)
+        case .pull(let name, let replica):
+            account(name)
+            if let replica { pairs.append(("replica", .string(replica))) }
+        case .importAccount(let name, let path, let rebind):
+            account(name)
+            pairs.append(("path", .string(path)))
+            if rebind { pairs.append(("rebind", true)) }
         case .status(let name): account(name)
         case .list(let details): if details { pairs.append(("details", true)) }
         case .switchAccount(let name, let create):
@@ -104,16 +126,18 @@ extension Command {
             account(name)
             pairs.append(("format", .string(format.rawValue)))
         case .verify(let name), .plan(let name), .snapshots(let name): account(name)
-        case .restore(let name, let snapshot, let at):
+        case .restore(let name, let snapshot, let at, let reclaim):
             account(name)
             if let snapshot { pairs.append(("snapshot", .string(snapshot))) }
             if let at { pairs.append(("at", .string(at.text))) }
+            if reclaim { pairs.append(("reclaim", true)) }
         case .snapshot(let name, let label):
             account(name)
             pairs.append(("label", .string(label.description)))
-        case .remove(let name, let purge):
+        case .remove(let name, let purge, let handoff):
             account(name)
             if purge { pairs.append(("purge", true)) }
+            if handoff { pairs.append(("handoff", true)) }
         case .get(let target), .delete(let target): preference(target)
         case .set(let target, let value): preference(target, value: value)
         case .keys(let namespace, let name):

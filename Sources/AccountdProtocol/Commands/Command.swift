@@ -31,12 +31,14 @@ public enum Command: Sendable, Hashable {
     /// `Snapshots`: an account's snapshots, newest first.
     case snapshots(account: AccountName)
     /// `Restore`: put a snapshot back (nil means the newest), or with `at` the account as its
-    /// Litestream replica had it at that time (RFC 3339 on the wire).
-    case restore(account: AccountName, snapshot: String?, at: ReplicaTime? = nil)
+    /// Litestream replica had it at that time (RFC 3339 on the wire). `reclaim` restores an
+    /// account handed off from this host, ending the handoff.
+    case restore(account: AccountName, snapshot: String?, at: ReplicaTime? = nil, reclaim: Bool = false)
     /// `Snapshot`: take a snapshot now.
     case snapshot(account: AccountName, label: SnapshotLabel)
-    /// `Remove`: remove an account, keeping a final snapshot unless `purge`.
-    case remove(account: AccountName, purge: Bool)
+    /// `Remove`: remove an account, keeping a final snapshot unless `purge`; with `handoff`,
+    /// a final sync to the replica, and the host refuses the account until it is pulled back.
+    case remove(account: AccountName, purge: Bool, handoff: Bool = false)
     /// `Get`: one preference.
     case get(PreferenceKey)
     /// `Set`: one preference, durably.
@@ -51,8 +53,11 @@ public enum Command: Sendable, Hashable {
     case metrics
     /// `Replication`: each account's replication, as Litestream reports it.
     case replication
-    /// `Pull`: bring an account from the Litestream replica; refused when it exists here.
-    case pull(account: AccountName)
+    /// `Pull`: bring an account from the Litestream replica, or from `replica` (another base
+    /// URL, the old host's); refused when it exists here.
+    case pull(account: AccountName, replica: String? = nil)
+    /// `Import`: bring an exported or copied-off file back as a new account.
+    case importAccount(account: AccountName, path: String, rebind: Bool = false)
     /// `Query`: one read-only statement on an account's own tables; nil `maxRows` for the daemon's limit.
     case query(account: AccountName?, statement: SQLStatement, maxRows: Int?)
     /// `Execute`: statements that write an account's own tables, in one durable transaction.
@@ -84,6 +89,7 @@ public enum Command: Sendable, Hashable {
         case .pull: .pull
         case .query: .query
         case .execute: .execute
+        case .importAccount: .importAccount
         }
     }
 }

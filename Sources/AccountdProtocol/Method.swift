@@ -92,7 +92,7 @@ public enum Method: String, CaseIterable, Sendable {
         case .restore: ["account", "snapshot"]
         case .snapshot: ["account", "label"]
         case .remove: ["account", "purge"]
-        case .migrate: ["accounts", "all", "canary", "maxFailures"]
+        case .migrate: ["accounts", "all", "canary", "maxFailures", "create", "canaryAccounts", "exclude", "rollbackTo"]
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]

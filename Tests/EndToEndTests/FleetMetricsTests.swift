@@ -69,6 +69,7 @@ import Testing
         #expect(MetricsTests.samples(text)["accountd_active_accounts"] == 1)
         _ = E2E.stop(daemon)
 
+        try FileManager.default.createDirectory(atPath: dir.sub("labelled"), withIntermediateDirectories: true)
         let labelled = try E2E.daemon(directory: dir.sub("labelled"), environment: ["ACCOUNTD_METRICS_ACCOUNT_LABELS": "true"])
         defer { _ = E2E.stop(labelled) }
         #expect(try labelled.client().callOne("switch kiosk-0042").error == nil)

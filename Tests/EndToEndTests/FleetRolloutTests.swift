@@ -95,7 +95,7 @@ import Testing
             #expect(try Self.rows(daemon, name) == before[name], "\(name)")
         }
         let snapshots = try daemon.client().callOne(#"{"method":"io.accountd.Snapshots","parameters":{"account":"a0"}}"#)
-        let saved = snapshots.parameters["snapshots"]?.arrayValue?.compactMap { $0["name"]?.stringValue }.first { $0.contains("before-restore") }
+        let saved = snapshots.parameters["snapshots"]?.arrayValue?.compactMap { $0["snapshot"]?.stringValue }.first { $0.contains("before-restore") }
         let savedPath = daemon.dataRoot + "/snapshots/a0/" + (saved ?? "missing") + ".sqlite"
         #expect(try E2E.sql(savedPath, "SELECT code FROM item WHERE id = 3;") == "9", "the write after the release is kept aside")
         // Resumable: again, nothing to do.

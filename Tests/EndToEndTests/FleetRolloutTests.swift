@@ -127,6 +127,11 @@ import Testing
         let stopped = try E2E.accountctl(["migrate", "--canary-accounts", "ghost", "u0001", "u0003"], socket: daemon.socket)
         #expect(stopped.status == 1 && stopped.stdout.contains("stopped after the canary of 1"), "\(stopped.stdout)")
         #expect(stopped.stdout.contains("2 skipped"), "\(stopped.stdout)")
+        // Contradictions are refused before anything begins.
+        let both = try daemon.client().callOne(#"{"method":"io.accountd.Migrate","parameters":{"all":true,"canary":1,"canaryAccounts":["u0001"]}}"#)
+        #expect(both.error == .invalidParameter && both.parameters["parameter"] == "canaryAccounts", "\(both.encoded())")
+        let createBack = try daemon.client().callOne(#"{"method":"io.accountd.Migrate","parameters":{"accounts":["x"],"create":true,"rollbackTo":1}}"#)
+        #expect(createBack.error == .invalidParameter && createBack.parameters["parameter"] == "create", "\(createBack.encoded())")
         // accountctl: --create provisions, and reports each account.
         let made = try E2E.accountctl(["migrate", "--create", "u0002", "u0003"], socket: daemon.socket)
         #expect(made.status == 0 && made.stdout.contains("created   u0002") && made.stdout.contains("current   u0003"), "\(made.stdout)")

@@ -143,7 +143,7 @@ public struct MigrateRollout: Sendable, Hashable {
         let first = canaryAccounts.filter { !excluded.contains($0) }
         let named = Set(first)
         let rest = accounts.filter { !excluded.contains($0) && !named.contains($0) }
-        return (first + rest, canaryAccounts.isEmpty ? canary : first.count)
+        return (first + rest, canaryAccounts.isEmpty ? canary : (first.isEmpty ? nil : first.count))
     }
 }
 

@@ -38,8 +38,15 @@ public final class AccountCensus: Sendable {
             } else if skip(account) {
                 next[account] = previous[account] ?? Entry(main: nil, wal: nil, target: store.targetVersion, state: .outdated)
             } else {
-                // Stamped before the read: a change made during it shows as a change next time.
-                next[account] = Entry(main: main, wal: wal, target: store.targetVersion, state: store.status(account).state)
+                let state = store.status(account).state
+                // Stamped again after the read, which may leave an empty `-wal` beside the file:
+                // the next census finds it unchanged. A file that changed during the read is
+                // stamped as unknown, to be read again next time.
+                let after = FileStamp(path: path)
+                let unchanged = after == main
+                next[account] = Entry(
+                    main: unchanged ? after : nil, wal: unchanged ? FileStamp(path: path + "-wal") : nil, target: store.targetVersion,
+                    state: state)
             }
         }
         entries.withLock { $0 = next }

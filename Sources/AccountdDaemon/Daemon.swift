@@ -25,6 +25,7 @@ public enum Daemon {
         // reports as a disk I/O error and rolls back, instead of killing the daemon.
         signal(SIGXFSZ, SIG_IGN)
         Malloc.boundArenas()
+        Connections.limitWAL(toBytes: settings.walMaxBytes)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
         let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)
@@ -44,7 +45,7 @@ public enum Daemon {
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
         // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
-        let metrics = DaemonMetrics()
+        let metrics = DaemonMetrics(accountLabels: settings.metricsAccountLabels)
         metrics.bootstrapProcess()
         // With replication, a missing device.sqlite comes back from the replica before a new,
         // empty one could be made and shadow it there.

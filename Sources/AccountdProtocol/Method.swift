@@ -94,7 +94,7 @@ public enum Method: String, CaseIterable, Sendable {
         case .restore: ["account", "snapshot", "at", "reclaim"]
         case .snapshot: ["account", "label"]
         case .remove: ["account", "purge", "handoff"]
-        case .migrate: ["accounts", "all", "canary", "maxFailures"]
+        case .migrate: ["accounts", "all", "canary", "maxFailures", "create", "canaryAccounts", "exclude", "rollbackTo"]
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]

@@ -24,6 +24,9 @@ import Testing
         let migrated = MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 1, version: 3), of: 3)
         let failed = MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.MigrationFailed", message: "no"))
         let skipped = MigrateResult(account: "carol", outcome: .skipped, of: 3)
+        let disk = DiskUseInfo(fileBytes: 4096, walBytes: 0, snapshotBytes: 8192, snapshots: 2, litestreamBytes: 0)
+        var daemonStatus = DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed")
+        (daemonStatus.migrationsRunning, daemonStatus.oldestMigrationSeconds) = (1, 12)
         return [
             .info: [
                 InfoReply(version: "1.0", pid: 1, uptimeSeconds: 2, dataRoot: "/var/lib/accountd", bundle: .init(version: 3, fingerprint: "f"))
@@ -31,13 +34,13 @@ import Testing
             .ping: [EmptyReply()],
             .metrics: [MetricsReply(text: "accountd_accounts 1\n")],
             .status: [
-                DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed"),
+                daemonStatus,
                 AccountStatusReply(
                     account: "alice", exists: true, version: 3, target: 3, state: "current", sizeBytes: 4096, createdAt: "2026-01-01T00:00:00Z",
                     lastMigration: .init(version: 3, name: "0003_x.sql", appliedAt: "2026-01-01T00:00:00Z"), editedMigrations: [edited],
-                    problem: "damaged"),
+                    problem: "damaged", disk: disk),
             ],
-            .list: [ListEntry(account: "alice", sizeBytes: 4096, details: .init(version: 3, state: "current")), ListSummary(count: 1)],
+            .list: [ListEntry(account: "alice", sizeBytes: 4096, details: .init(version: 3, state: "current", disk: disk)), ListSummary(count: 1)],
             .switchAccount: [
                 SwitchProgress(step: 1, of: 2, name: "0002_x.sql"),
                 SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: true, durationMs: 1.5),
@@ -62,7 +65,9 @@ import Testing
             .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot, handoff: true)],
             .migrate: [
                 migrated, failed, skipped,
-                MigrateSummary(count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped]),
+                MigrateSummary(
+                    count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped],
+                    created: 1, restored: 1),
             ],
             .get: [PreferenceValue(value: "dark")],
             .set: [EmptyReply()],

@@ -106,6 +106,8 @@ public final class SQLConnection: @unchecked Sendable {
             if !readOnly {
                 try run("PRAGMA synchronous = FULL")
                 try run("PRAGMA foreign_keys = ON")
+                // The WAL is cut back after a large Execute (accounts.walMaxBytes).
+                try run("PRAGMA journal_size_limit = \(Connections.walSizeLimit.load(ordering: .relaxed))")
             }
         } catch {
             close()

@@ -118,6 +118,8 @@ public struct SettingsLoader: Sendable {
             "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
             "accounts.snapshotMaxAgeDays": .init(.int(0), isSecret: false),
             "accounts.checkIntegrityOnOpen": .init(.bool(true), isSecret: false),
+            "accounts.walMaxBytes": .init(.int(Connections.defaultWALSizeLimit), isSecret: false),
+            "metrics.accountLabels": .init(.bool(false), isSecret: false),
             "accounts.migrateConcurrency": .init(.int(min(4 * ProcessInfo.processInfo.activeProcessorCount, 64)), isSecret: false),
             "admin.users": .init(.stringArray([]), isSecret: false),
             "admin.groups": .init(.stringArray([]), isSecret: false),
@@ -196,6 +198,10 @@ public struct SettingsLoader: Sendable {
         do { checkIntegrity = try reader.requiredBool(forKey: "accounts.checkIntegrityOnOpen") } catch {
             throw Failure(description: "setting accounts.checkIntegrityOnOpen must be true or false: \(error)")
         }
+        let accountLabels: Bool
+        do { accountLabels = try reader.requiredBool(forKey: "metrics.accountLabels") } catch {
+            throw Failure(description: "setting metrics.accountLabels must be true or false: \(error)")
+        }
         let groupCommit: Bool
         do { groupCommit = try reader.requiredBool(forKey: "preferences.groupCommit") } catch {
             throw Failure(description: "setting preferences.groupCommit must be true or false: \(error)")
@@ -261,6 +267,8 @@ public struct SettingsLoader: Sendable {
             snapshotMaxAgeDays: try int("accounts.snapshotMaxAgeDays", 0...36_500),
             checkIntegrityOnOpen: checkIntegrity,
             migrateConcurrency: try int("accounts.migrateConcurrency", 1...64),
+            walMaxBytes: try int("accounts.walMaxBytes", 0...(1 << 40)),
+            metricsAccountLabels: accountLabels,
             adminUsers: try ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
             adminGroups: try ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
             grants: grants,

@@ -34,9 +34,7 @@ extension Command {
         case .migrate:
             self = .migrate(
                 try Self.migrateTarget(parameters),
-                rollout: MigrateRollout(
-                    canary: try parameters.int("canary", in: 1...MigrateRollout.maximum),
-                    maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum)))
+                rollout: try Self.migrateRollout(parameters))
         case .export:
             let name = try parameters.string("format") ?? ExportFormat.jsonl.rawValue
             guard let format = ExportFormat(rawValue: name) else {
@@ -122,6 +120,10 @@ extension Command {
             }
             if let canary = rollout.canary { pairs.append(("canary", JSONValue(canary))) }
             if let maxFailures = rollout.maxFailures { pairs.append(("maxFailures", JSONValue(maxFailures))) }
+            if rollout.create { pairs.append(("create", true)) }
+            if !rollout.canaryAccounts.isEmpty { pairs.append(("canaryAccounts", .array(rollout.canaryAccounts.map { .string($0.rawValue) }))) }
+            if !rollout.exclude.isEmpty { pairs.append(("exclude", .array(rollout.exclude.map { .string($0.rawValue) }))) }
+            if let version = rollout.rollbackTo { pairs.append(("rollbackTo", JSONValue(version))) }
         case .export(let name, let format):
             account(name)
             pairs.append(("format", .string(format.rawValue)))
@@ -165,6 +167,27 @@ extension Command {
         var accounts: [AccountName] = []
         for name in names { accounts.append(try AccountName(requested: name)) }
         return .accounts(accounts)
+    }
+
+    /// `Migrate`'s staging: `canary`, `maxFailures`, `create`, `canaryAccounts`, `exclude`, `rollbackTo`.
+    private static func migrateRollout(_ parameters: Parameters) throws(ProtocolError) -> MigrateRollout {
+        func names(_ key: String) throws(ProtocolError) -> [AccountName] {
+            var accounts: [AccountName] = []
+            for name in try parameters.stringArray(key) ?? [] { accounts.append(try AccountName(requested: name)) }
+            return accounts
+        }
+        let rollout = MigrateRollout(
+            canary: try parameters.int("canary", in: 1...MigrateRollout.maximum),
+            maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum), create: try parameters.bool("create") ?? false,
+            canaryAccounts: try names("canaryAccounts"), exclude: try names("exclude"),
+            rollbackTo: try parameters.int("rollbackTo", in: 0...Int(Int32.max)))
+        if rollout.canary != nil && !rollout.canaryAccounts.isEmpty {
+            throw .invalidParameter("canaryAccounts", "Migrate takes either \"canary\" (a number) or \"canaryAccounts\" (names), not both")
+        }
+        if rollout.create && rollout.rollbackTo != nil {
+            throw .invalidParameter("create", "a rollback (\"rollbackTo\") creates no account; leave \"create\" out")
+        }
+        return rollout
     }
 
     /// The most statements one `Execute` takes.

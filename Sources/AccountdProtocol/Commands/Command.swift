@@ -102,13 +102,14 @@ public enum MigrateTarget: Sendable, Hashable {
     case accounts([AccountName])
 }
 
-/// How `Migrate` stages its work: a canary first, and a bound on failures.
+/// How `Migrate` stages its work: which accounts go first, which are left out, a bound on
+/// failures, whether missing accounts are created, and whether the release is rolled back.
 ///
-/// Accounts are taken in the target's order. With a `canary` of N, the first N accounts
-/// are migrated and the rest begin only if all N succeeded (`migrated` or `current`).
-/// With `maxFailures` F, no account begins once F have failed. The accounts not begun
-/// are reported `skipped`; running the same Migrate again resumes, as the accounts it
-/// did are now `current`.
+/// Accounts are taken in the target's order, the `canaryAccounts` first. With a `canary`
+/// of N (or N `canaryAccounts`), the first N accounts are migrated and the rest begin only
+/// if all N succeeded (`migrated`, `created` or `current`). With `maxFailures` F, no
+/// account begins once F have failed. The accounts not begun are reported `skipped`;
+/// running the same Migrate again resumes, as the accounts it did are now `current`.
 public struct MigrateRollout: Sendable, Hashable {
     /// The most accepted for either bound.
     public static let maximum = 1_000_000_000
@@ -117,10 +118,39 @@ public struct MigrateRollout: Sendable, Hashable {
     public var canary: Int?
     /// How many failures stop the rollout; nil for none (a failed account never stops the others).
     public var maxFailures: Int?
+    /// Create the named accounts that are missing (at the bundle's version) rather than
+    /// failing them with `AccountNotFound`.
+    public var create: Bool
+    /// The accounts the canary is made of: taken first, and the canary is their number
+    /// (they need not be in the target; a named one that is missing fails unless `create`).
+    public var canaryAccounts: [AccountName]
+    /// Accounts left out: neither migrated nor reported.
+    public var exclude: [AccountName]
+    /// Roll the release back instead: restore each account above this version from its
+    /// newest `before-migrate` snapshot at this version. The bundle in force must not be
+    /// newer than it.
+    public var rollbackTo: Int?
 
-    public init(canary: Int? = nil, maxFailures: Int? = nil) {
+    public init(
+        canary: Int? = nil, maxFailures: Int? = nil, create: Bool = false, canaryAccounts: [AccountName] = [],
+        exclude: [AccountName] = [], rollbackTo: Int? = nil
+    ) {
         self.canary = canary
         self.maxFailures = maxFailures
+        self.create = create
+        self.canaryAccounts = canaryAccounts
+        self.exclude = exclude
+        self.rollbackTo = rollbackTo
+    }
+
+    /// The accounts in the order they begin: the canary's named accounts first, then the
+    /// others of `accounts`, without those excluded; and the canary's size.
+    public func ordered(_ accounts: [AccountName]) -> (accounts: [AccountName], canary: Int?) {
+        let excluded = Set(exclude)
+        let first = canaryAccounts.filter { !excluded.contains($0) }
+        let named = Set(first)
+        let rest = accounts.filter { !excluded.contains($0) && !named.contains($0) }
+        return (first + rest, canaryAccounts.isEmpty ? canary : (first.isEmpty ? nil : first.count))
     }
 }
 

@@ -22,8 +22,8 @@ SYSCONFDIR  ?= /etc
 # already (e.g. the tests' .build/debug) to install those without building.
 PROGRAMS    ?=
 INSTALLED_PROGRAMS = $(if $(PROGRAMS),$(PROGRAMS),.build-install/release)
-# Where `make man` lets the generate-manual plugin build (release, as the plugin's default).
-MAN_SCRATCH ?= .build-install
+# Where `make man` lets the generate-manual plugin build ($(CONFIG), as `make build` does).
+MAN_SCRATCH ?= .build
 # The litestream program the accountd-litestream unit runs.
 LITESTREAM  ?= /usr/local/bin/litestream
 
@@ -135,7 +135,7 @@ install-build:
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-install
 
 ## man: regenerate man/accountd.8 and man/accountctl.1 from the programs' argument parsers
-##      with swift-argument-parser's generate-manual plugin (a release build in $(MAN_SCRATCH));
+##      with swift-argument-parser's generate-manual plugin (a $(CONFIG) build in $(MAN_SCRATCH));
 ##      commit the result. ManPageTests fails when an option is missing from a page.
 # The plugin builds every product, then runs generate-manual on each executable that uses
 # ArgumentParser, writing <scratch>/plugins/GenerateManual/outputs/<target>/<name>.<section>.
@@ -144,10 +144,12 @@ install-build:
 # nor network access (on macOS, whose plugin sandbox forbids running the built programs,
 # add --disable-sandbox).
 MAN_OUTPUTS = $(MAN_SCRATCH)/plugins/GenerateManual/outputs
+# The pages' date: the last commit's, so regenerating unchanged pages changes nothing.
+MAN_DATE   ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 man:
-	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --section 8
+	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 8 --date $(MAN_DATE)
 	cp $(MAN_OUTPUTS)/accountd/accountd.8 man/accountd.8
-	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --section 1
+	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 1 --date $(MAN_DATE)
 	cp $(MAN_OUTPUTS)/accountctl/accountctl.1 man/accountctl.1
 
 clean:

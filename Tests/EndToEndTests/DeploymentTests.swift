@@ -81,7 +81,7 @@ import Testing
         for (app, daemon, version) in [("notes", notes, 3), ("music", music, 1)] {
             let info = try daemon.client().callOne("info").parameters
             #expect(info["dataRoot"] == .string(roots.state + "/accountd/" + app), "\(info.serialized()) \(SystemdSupport.tail(daemon.log))")
-            #expect(info["bundle"]?["version"] == .int(version))
+            #expect(info["bundle"]?["version"] == .int(Int64(version)))
             let overVarlink = try SwitchPathTests.varlinkCall(daemon.varlink, #"{"method":"io.accountd.Info"}"#)
             #expect(overVarlink["parameters"]?["dataRoot"] == info["dataRoot"], "\(overVarlink.serialized())")
         }

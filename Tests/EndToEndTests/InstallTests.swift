@@ -64,7 +64,7 @@ import Testing
         defer { if installed.isRunning { kill(installed.processIdentifier, SIGKILL); installed.waitUntilExit() } }
         #expect(waitUntil(timeout: 30) { (try? RawClient(socket: dir.sub("s.sock")).callOne("ping"))?.error == nil }, "\(SystemdSupport.tail(log))")
         let info = try RawClient(socket: dir.sub("s.sock")).callOne("info")
-        #expect(info.parameters["bundle"]?["version"] == .int(migrations.count), "\(info) \(SystemdSupport.tail(log))")
+        #expect(info.parameters["bundle"]?["version"] == .int(Int64(migrations.count)), "\(info) \(SystemdSupport.tail(log))")
         #expect(SystemdSupport.stop(installed, timeout: 30).status == 0)
 
         // man finds the installed pages; systemd-analyze checks each unit's Documentation=

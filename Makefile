@@ -139,7 +139,8 @@ install-build:
 ##      commit the result. ManPageTests fails when an option is missing from a page.
 # The plugin builds every product, then runs generate-manual on each executable that uses
 # ArgumentParser, writing <scratch>/plugins/GenerateManual/outputs/<target>/<name>.<section>.
-# It takes one --section for all of them, hence two runs (the second builds nothing). It
+# It takes one --section for all of them, hence two runs (the second builds nothing). The
+# blank line it writes between a discussion's paragraphs becomes .Pp (mdoc warns of blank lines). It
 # writes only under the scratch path, so it needs neither --allow-writing-to-package-directory
 # nor network access (on macOS, whose plugin sandbox forbids running the built programs,
 # add --disable-sandbox).
@@ -148,9 +149,9 @@ MAN_OUTPUTS = $(MAN_SCRATCH)/plugins/GenerateManual/outputs
 MAN_DATE   ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 man:
 	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 8 --date $(MAN_DATE)
-	cp $(MAN_OUTPUTS)/accountd/accountd.8 man/accountd.8
+	sed 's/^$$/.Pp/' $(MAN_OUTPUTS)/accountd/accountd.8 > man/accountd.8
 	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 1 --date $(MAN_DATE)
-	cp $(MAN_OUTPUTS)/accountctl/accountctl.1 man/accountctl.1
+	sed 's/^$$/.Pp/' $(MAN_OUTPUTS)/accountctl/accountctl.1 > man/accountctl.1
 
 clean:
 	rm -rf .build .build-fuzz run

@@ -62,7 +62,7 @@ import Testing
             dest + "/usr/bin/accountd", ["--data-root", dir.sub("data"), "--socket", dir.sub("s.sock"), "--config", dir.sub("none.yaml")],
             environment: ["PATH": "/usr/bin:/bin"], log: log)
         defer { if installed.isRunning { kill(installed.processIdentifier, SIGKILL); installed.waitUntilExit() } }
-        #expect(waitUntil(timeout: 30) { (try? RawClient(socket: dir.sub("s.sock")).callOne("ping"))?.error == nil }, "\(SystemdSupport.tail(log))")
+        #expect(waitUntil(timeout: 30) { (try? RawClient(socket: dir.sub("s.sock")).callOne("ping")).map { $0.error == nil } ?? false }, "\(SystemdSupport.tail(log))")
         let info = try RawClient(socket: dir.sub("s.sock")).callOne("info")
         #expect(info.parameters["bundle"]?["version"] == .int(Int64(migrations.count)), "\(info) \(SystemdSupport.tail(log))")
         #expect(SystemdSupport.stop(installed, timeout: 30).status == 0)

@@ -76,7 +76,6 @@ struct UnitFile {
     }
 
     static var canVerify: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") }
-    static var canActivate: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") }
 }
 
 /// A daemon started from a unit's command line, with the environment systemd sets for the

@@ -38,7 +38,7 @@ extension Dispatcher {
         let reply = SwitchResult(
             account: account.rawValue, previous: switched.previous?.rawValue, action: outcome.action.rawValue,
             fromVersion: outcome.fromVersion, version: outcome.version, compatible: outcome.compatible,
-            durationMs: (outcome.durationMs * 1000).rounded() / 1000)
+            durationMs: (outcome.durationMs * 1000).rounded() / 1000, path: services.switching.root.accountPath(account))
         try await writer.send(Reply(reply))
     }
 

@@ -26,6 +26,7 @@ public enum Daemon {
         signal(SIGXFSZ, SIG_IGN)
         Malloc.boundArenas()
         Connections.limitWAL(toBytes: settings.walMaxBytes)
+        Connections.leaveCheckpointsToReplicator(settings.replication != nil)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
         let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)

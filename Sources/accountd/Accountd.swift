@@ -17,7 +17,7 @@ struct Accountd: AsyncParsableCommand {
             Units: accountd.service with accountd.socket and accountd-varlink.socket (settings \
             /etc/accountd/accountd.yaml, data root /var/lib/accountd, sockets in /run/accountd); \
             accountd@APP.service, one daemon per app (/etc/accountd/APP.yaml, \
-            /var/lib/accountd/APP, /run/accountd/APP); and for systemctl --user, the per-user \
+            /var/lib/accountd-apps/APP, /run/accountd-apps/APP); and for systemctl --user, the per-user \
             accountd.service (~/.config/accountd/accountd.yaml, ~/.local/state/accountd, \
             $XDG_RUNTIME_DIR/accountd). docs/APPS.md walks an app developer through them.
             """,

@@ -38,8 +38,9 @@ import Testing
     }
 
     /// Two instances of `accountd@.service`, notes and music, each with its own bundle,
+    /// (A short name: the test folder is named after it, and a Unix socket path is at most 107 bytes.)
     /// config, data root and sockets, run side by side: neither sees the other's accounts.
-    @Test func twoTemplateInstancesRunSideBySideAndDoNotSeeEachOther() throws {
+    @Test func templateInstancesKeepApart() throws {
         let dir = TestDirectory()
         let service = try UnitFile.render("accountd@.service.in", into: dir.sub("units"))
         let lineSocket = try UnitFile.render("accountd@.socket", into: dir.sub("units"))
@@ -58,9 +59,9 @@ import Testing
             // A config copied from another app's: its data.root names the other instance's root.
             // The unit's --data-root wins, so the copy cannot make two apps share one.
             try Files.write(
-                "schema:\n  dir: \(bundle)\ndata:\n  root: \(roots.state)/accountd/\(other)\n", to: roots.configuration + "/accountd/\(app).yaml")
-            let state = roots.state + "/accountd/" + app
-            let runtime = roots.runtime + "/accountd/" + app
+                "schema:\n  dir: \(bundle)\ndata:\n  root: \(roots.state)/accountd-apps/\(other)\n", to: roots.configuration + "/accountd/\(app).yaml")
+            let state = roots.state + "/accountd-apps/" + app
+            let runtime = roots.runtime + "/accountd-apps/" + app
             for path in [state, runtime] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
             let command = UnitFile.expand(try service.value("ExecStart"), instance: app, roots: roots).split(separator: " ").map(String.init)
             #expect(command.first == Binaries.accountd)
@@ -73,12 +74,12 @@ import Testing
         }
         let notes = try #require(daemons["notes"])
         let music = try #require(daemons["music"])
-        #expect(notes.line == roots.runtime + "/accountd/notes/accountd.sock" && music.varlink == roots.runtime + "/accountd/music/io.accountd")
+        #expect(notes.line == roots.runtime + "/accountd-apps/notes/accountd.sock" && music.varlink == roots.runtime + "/accountd-apps/music/io.accountd")
 
         // Each serves its own data root and bundle, on both its sockets.
         for (app, daemon, version) in [("notes", notes, 3), ("music", music, 1)] {
             let info = try daemon.client().callOne("info").parameters
-            #expect(info["dataRoot"] == .string(roots.state + "/accountd/" + app), "\(info.serialized()) \(SystemdSupport.tail(daemon.log))")
+            #expect(info["dataRoot"] == .string(roots.state + "/accountd-apps/" + app), "\(info.serialized()) \(SystemdSupport.tail(daemon.log))")
             #expect(info["bundle"]?["version"] == .int(Int64(version)))
             let overVarlink = try SwitchPathTests.varlinkCall(daemon.varlink, #"{"method":"io.accountd.Info"}"#)
             #expect(overVarlink["parameters"]?["dataRoot"] == info["dataRoot"], "\(overVarlink.serialized())")
@@ -86,10 +87,10 @@ import Testing
 
         // alice uses notes, bob uses music.
         let alice = try notes.client().callOne("switch alice")
-        #expect(alice.parameters["path"] == .string(roots.state + "/accountd/notes/accounts/alice.sqlite"), "\(alice)")
+        #expect(alice.parameters["path"] == .string(roots.state + "/accountd-apps/notes/accounts/alice.sqlite"), "\(alice)")
         #expect(alice.parameters["version"] == 3)
         let bob = try music.client().callOne("switch bob")
-        #expect(bob.parameters["path"] == .string(roots.state + "/accountd/music/accounts/bob.sqlite"), "\(bob)")
+        #expect(bob.parameters["path"] == .string(roots.state + "/accountd-apps/music/accounts/bob.sqlite"), "\(bob)")
         #expect(bob.parameters["version"] == 1)
         let inserted = try notes.client().callOne(
             #"{"method":"io.accountd.Execute","parameters":{"statements":[{"sql":"INSERT INTO user_info(user_id, user_name) VALUES (1, 'Ann')"}]}}"#)
@@ -103,8 +104,8 @@ import Testing
         #expect(try notes.client().callOne("status").parameters["active"] == "alice")
         let rows = try notes.client().callOne(#"{"method":"io.accountd.Query","parameters":{"sql":"SELECT user_name FROM user_info"}}"#)
         #expect(rows.parameters["rows"] == [["Ann"]], "\(rows)")
-        #expect(!FileManager.default.fileExists(atPath: roots.state + "/accountd/music/accounts/alice.sqlite"))
-        #expect(!FileManager.default.fileExists(atPath: roots.state + "/accountd/notes/accounts/bob.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: roots.state + "/accountd-apps/music/accounts/alice.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: roots.state + "/accountd-apps/notes/accounts/bob.sqlite"))
 
         for daemon in [music, notes] { #expect(daemon.stop() == 0, "\(SystemdSupport.tail(daemon.log))") }
     }

@@ -17,7 +17,8 @@
 # 50 (or 32) client threads; pgbench runs its clients on 2 threads (-j 2). accountd's
 # clients are bench/loadgen.c's, one request in flight each, as pgbench's are.
 #
-# BENCH_ONLY="1 3" runs only some sections. The figures go into docs/PERFORMANCE.md.
+# BENCH_ONLY="1 3" runs only some sections; ACCOUNTD_BIN=DIR measures the accountd in DIR
+# instead of this tree's release build. The figures go into docs/PERFORMANCE.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-5}
@@ -27,9 +28,12 @@ want() { [[ " $ONLY " == *" $1 "* ]]; }
 PG=/usr/lib/postgresql/15/bin
 [ -x "$PG/postgres" ] || { echo "PostgreSQL 15 is not installed at $PG: apt-get install postgresql-15" >&2; exit 2; }
 bash scripts/install-deps.sh sqlite3 bc >/dev/null
-swift build -c release --product accountd >/dev/null
-swift build -c release --product accountctl >/dev/null
-BIN=$(swift build -c release --show-bin-path)
+if [ -n "${ACCOUNTD_BIN:-}" ]; then
+    BIN=$(cd "$ACCOUNTD_BIN" && pwd)   # another build's accountd, measured instead of this tree's
+else
+    swift build -c release --product accountd >/dev/null
+    BIN=$(swift build -c release --show-bin-path)
+fi
 work=$(mktemp -d /tmp/accountd-bench-data.XXXXXX)
 chmod 755 "$work"
 gcc -O2 -pthread -o "$work/loadgen" bench/loadgen.c

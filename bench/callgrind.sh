@@ -8,6 +8,10 @@
 #   bash bench/callgrind.sh [COUNT] [BIN_DIR]      (default 2000; BIN_DIR: another build's
 #                                                  accountd, to compare; default this tree's release build)
 #
+# On the reference machine (valgrind 3.19, Debian 12) valgrind itself crashes starting the
+# daemon (an internal SIGSEGV, with or without instrumentation), so the figures in
+# docs/PERFORMANCE.md of 2026-11-26 are CPU time per request from /proc instead.
+#
 # Kinds: Ping, Status, Status {account}, Get, Set (durable, one client: one commit each),
 # Query (a point SELECT by primary key), Execute (a one-row INSERT, one commit each).
 set -euo pipefail

@@ -31,8 +31,9 @@ import Testing
             .joined(separator: "\n")
         let names = Set(Self.matches(of: #"`[A-Z][A-Za-z0-9]+(\.[A-Za-z][A-Za-z0-9]*)?`"#, in: section))
         #expect(names.count > 10)
-        // Words of the protocol (method and error names) and of libraries, not of Sources/.
-        let words = Set(AccountdProtocol.Method.allCases.map(\.rawValue) + ErrorName.accountdErrors.map(\.shortName) + ["MetricsSystem"])
+        // Words of the protocol (method and error names), of libraries, and the targets' names, not of Sources/.
+        let targets = (try? FileManager.default.contentsOfDirectory(atPath: Repository.root + "/Sources")) ?? []
+        let words = Set(AccountdProtocol.Method.allCases.map(\.rawValue) + ErrorName.accountdErrors.map(\.shortName) + ["MetricsSystem"] + targets)
         var missing: [String] = []
         for name in names {
             let parts = name.dropFirst().dropLast().split(separator: ".").map(String.init)

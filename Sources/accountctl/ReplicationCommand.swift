@@ -19,7 +19,12 @@ struct ReplicationCommand: AsyncParsableCommand {
 
     func run() async throws {
         let reply = try await global.connect().replication()
-        if global.json { return Output.json(reply.parameters) }
+        if global.json {
+            Output.json(reply.parameters)
+            // The same exit status as the table's, so that a script watching --json sees the lag too.
+            if reply.behind > 0 { throw ExitCode(1) }
+            return
+        }
         guard reply.enabled, let replica = reply.replica else {
             print("Replication is off (set replication.litestream.replica in the daemon's config).")
             return

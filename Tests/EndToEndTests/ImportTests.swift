@@ -148,6 +148,11 @@ import Testing
         try FileManager.default.copyItem(atPath: sqlite, toPath: withWAL)
         try Files.write("not empty", to: withWAL + "-wal")
 
+        // A second name (a hard link) of a live account file, outside the data root: read by it,
+        // the file would come without the transactions in the WAL beside its first name.
+        let hardLink = dir.sub("hard-link.sqlite")
+        #expect(Glibc.link(hostB.accountPath("other"), hardLink) == 0)
+
         let before = Self.listing(hostB.dataRoot)
         let cases: [(String, String, ErrorName, String)] = [
             ("alice", corrupt, .accountCorrupt, "cannot be read as an account file"),
@@ -162,6 +167,7 @@ import Testing
             ("alice", fifo, .invalidParameter, "not a regular file"),
             ("alice", inside, .invalidParameter, "inside the data root"),
             ("alice", withWAL, .invalidParameter, "-wal"),
+            ("alice", hardLink, .invalidParameter, "hard links"),
             ("alice", dir.sub("missing.sqlite"), .invalidParameter, "cannot be found"),
             ("keep", sqlite, .accountExists, "already exists"),
         ]

@@ -213,6 +213,8 @@ struct ObjectStoreReplicationTests {
         #expect(shown && after <= 10, "after \(after) s: \(report)")
         let parsed = try JSONParser.parse(report)
         #expect((parsed["behind"]?.intValue ?? 0) >= 1 && (parsed["worstSecondsBehind"].flatMap(Self.number) ?? 0) >= 5, "\(report)")
+        // --json fails the same way, so that a script reading it sees the lag in the status too.
+        #expect(try E2E.accountctl(["--json", "replication"], socket: daemon.socket).status == 1)
         let table = try E2E.accountctl(["replication"], socket: daemon.socket)
         #expect(table.status == 1 && table.stdout.contains("behind") && table.stderr.contains("have not reached the replica"), "\(table.stdout) \(table.stderr)")
         let metrics = try client.callOne("metrics").parameters["text"]?.stringValue ?? ""

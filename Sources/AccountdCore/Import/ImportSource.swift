@@ -12,6 +12,8 @@ import Foundation
 ///   `fstat` after, which must be the same file;
 /// - not inside the data root: a live account file read by another path would be read
 ///   without its WAL, and the data root's files come back by `Restore`, not by import;
+/// - with no other hard link: a second name of a live account file (outside the data root)
+///   would be read without the WAL beside the first;
 /// - without a non-empty `-wal` beside it: such a file's last transactions are in the WAL
 ///   and a copy of the main file alone would lose them;
 /// - not empty, and smaller than the space free in the data root (64 MiB kept free);
@@ -75,6 +77,10 @@ public final class ImportSource {
         guard lstat(path, &before) == 0 else { throw refuse("cannot be looked at (\(String(cString: strerror(errno))))") }
         guard before.st_mode & S_IFMT == S_IFREG else { throw refuse("is not a regular file (a folder, device, FIFO or socket is never read)") }
         guard before.st_size > 0 else { throw refuse("is empty (0 bytes)") }
+        guard before.st_nlink <= 1 else {
+            throw refuse(
+                "has \(before.st_nlink) hard links: another name of it may be a live database (an account file) whose last transactions are in a WAL beside that name; copy it first (sqlite3 FILE '.backup COPY')")
+        }
         if let caller, caller.uid != 0, caller.uid != getuid(), !Self.readable(before, by: caller) {
             throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")
         }

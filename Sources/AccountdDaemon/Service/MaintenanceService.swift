@@ -76,8 +76,8 @@ struct MaintenanceService: Sendable {
     func restore(_ account: AccountName, snapshot: String?) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
         let (restored, saved) = try await store.withHold(account) { hold in
-            try await pool.run {
-                preferences.close(account)
+            await preferences.close(account)
+            return try await pool.run {
                 let result = try store.restore(account, snapshot: snapshot, holding: hold)
                 // Pinned before the account is let go: the reopen below may migrate it, and
                 // the snapshot that migration takes must not prune the one just restored.
@@ -122,17 +122,15 @@ struct MaintenanceService: Sendable {
         let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
             // The active account is refused, and the account's table closed, before anything else.
-            try await pool.run { try switching.beginRemoval(account) }
+            try await switching.beginRemoval(account)
             defer { switching.endRemoval(account) }
-            try await pool.run { preferences.close(account) }
+            await preferences.close(account)
             // Litestream's final sync, on an event loop within its deadline: no pool thread
             // waits for it, and a hung Litestream fails the removal with nothing changed.
             try await replication.release(account)
-            return try await pool.run {
-                let outcome = try store.remove(account, purge: purge, holding: hold)
-                if purge { try switching.forgetPurged(account) }
-                return outcome
-            }
+            let outcome = try await pool.run { try store.remove(account, purge: purge, holding: hold) }
+            if purge { try await switching.forgetPurged(account) }
+            return outcome
         }
         if outcome.snapshot != nil { metrics.snapshot(.remove) }
         if purge {
@@ -164,7 +162,17 @@ struct MaintenanceService: Sendable {
     ///   `AccountCorrupt`, `AccountTooNew`, `AccountBusy` or a storage error.
     func pull(_ account: AccountName) async throws -> PullReply {
         let (store, puller) = (stores.current, try replication.puller())
-        let outcome = try await store.withHold(account) { hold in try await pool.run { try store.pull(account, with: puller, holding: hold) } }
+        let outcome = try await store.withHold(account) { hold in
+            let staged = try await pool.run { try store.stagePull(account, with: puller, holding: hold) }
+            let run: LitestreamProgram.Run
+            do {
+                run = try await puller.restore(staged)
+            } catch {
+                try? await pool.run { puller.discard(staged) }
+                throw error
+            }
+            return try await pool.run { try store.finishPull(staged, after: run, with: puller, holding: hold) }
+        }
         logger.notice(
             "account \(account) pulled from \(puller.replica.redact(puller.replica.account(account))) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
             metadata: ["account": "\(account)"])

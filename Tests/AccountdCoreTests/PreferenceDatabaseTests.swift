@@ -127,6 +127,25 @@ import Testing
         #expect(toldAtOnce)
     }
 
+    /// A table nobody is writing to is closed on the calling thread: when closeHere returns,
+    /// its connection is closed and its WAL gone (a refused account's file is left as it was).
+    @Test func closeHereClosesAnIdleTableOnTheCallingThread() throws {
+        let dir = TestDirectory()
+        let path = dir.sub("device.sqlite")
+        let held = HeldRunner()
+        let database = try PreferenceDatabase(path: path, table: "prefs", create: true, run: held.runner)
+        let completions = Completions()
+        database.apply(Self.set(1), then: completions.record)
+        held.runAll()
+        #expect(completions.current == (committed: 1, closed: 0, failed: 0))
+        let closed = Atomic(false)
+        database.closeHere { closed.store(true, ordering: .relaxed) }
+        let closedOnReturn = closed.load(ordering: .relaxed)
+        #expect(closedOnReturn && held.handed == 0)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(try Self.rows(path) == 1)
+    }
+
     /// One batch that sets, overwrites and deletes the same keys in turn: the file holds
     /// each key's last state, and each writer gets the answer of its own change in
     /// arrival order (a delete: whether the key existed just before it).

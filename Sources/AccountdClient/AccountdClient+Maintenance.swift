@@ -37,16 +37,26 @@ extension AccountdClient {
     /// taking a snapshot of the current file.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `SnapshotNotFound`.
-    public func restore(account: String, snapshot: String? = nil) async throws -> RestoreReply {
-        try await call(.restore(account: Self.account(account), snapshot: snapshot), as: RestoreReply.self)
+    /// With `reclaim`, an account handed off from this host is restored here all the same,
+    /// ending the handoff (without it: `AccountMoved`).
+    public func restore(account: String, snapshot: String? = nil, reclaim: Bool = false) async throws -> RestoreReply {
+        try await call(.restore(account: Self.account(account), snapshot: snapshot, reclaim: reclaim), as: RestoreReply.self)
+    }
+
+    /// `Restore {account, at}`: the account as its Litestream replica had it at `at` (admin
+    /// only). The reply's `at` is the time the restored state really has.
+    public func restore(account: String, at: ReplicaTime, reclaim: Bool = false) async throws -> RestoreReply {
+        try await call(.restore(account: Self.account(account), snapshot: nil, at: at, reclaim: reclaim), as: RestoreReply.self)
     }
 
     /// Removes an account's file, keeping a final snapshot; with `purge`, erases the file,
     /// its snapshots and its other files for good.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `AccountActive` for the active account.
-    public func remove(account: String, purge: Bool = false) async throws -> RemoveReply {
-        try await call(.remove(account: Self.account(account), purge: purge), as: RemoveReply.self)
+    /// With `handoff`, Litestream syncs the account a last time and the daemon then refuses it
+    /// (`AccountMoved`) until it is pulled back: the first half of a move to another host.
+    public func remove(account: String, purge: Bool = false, handoff: Bool = false) async throws -> RemoveReply {
+        try await call(.remove(account: Self.account(account), purge: purge, handoff: handoff), as: RemoveReply.self)
     }
 
     /// Exports an account: rows (`jsonl`) or chunks (`sql`, `sqlite`), then the totals.

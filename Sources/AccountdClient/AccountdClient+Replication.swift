@@ -14,7 +14,20 @@ extension AccountdClient {
     ///
     /// - Throws: ``AccountdClientError``, e.g. `AccountExists`, `AccountNotFound` (nothing in
     ///   the replica), `InvalidRequest` (the daemon runs without replication).
-    public func pull(account: String) async throws -> PullReply {
-        try await call(.pull(account: Self.account(account)), as: PullReply.self)
+    ///
+    /// - Parameter replica: another base URL to pull from (the old host's, for a move); nil for
+    ///   the daemon's own replica. A pull ends a handoff of the account from this host.
+    public func pull(account: String, replica: String? = nil) async throws -> PullReply {
+        try await call(.pull(account: Self.account(account), replica: replica), as: PullReply.self)
+    }
+
+    /// Brings the file at `path` (read by the daemon: a `sqlite` or `sql` export, or an
+    /// account file copied off a machine) back as the new account `account`; `rebind` takes a
+    /// file bound to another name.
+    ///
+    /// - Throws: ``AccountdClientError``, e.g. `AccountExists`, `AccountCorrupt` (not a sound
+    ///   file of this account), `AccountTooNew`, `AccountMoved`.
+    public func importFile(account: String, path: String, rebind: Bool = false) async throws -> ImportReply {
+        try await call(.importAccount(account: Self.account(account), path: path, rebind: rebind), as: ImportReply.self)
     }
 }

@@ -69,7 +69,11 @@ struct QueryRowDecoder: Decoder {
         }
 
         func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-            guard case .blob(let bytes) = value else { throw mismatch("an array (only a blob decodes as [UInt8])") }
+            let bytes: [UInt8]
+            switch value {
+            case .blob(let b), .textBytes(let b): bytes = b
+            default: throw mismatch("an array (only a blob, or text that is not UTF-8, decodes as [UInt8])")
+            }
             return Bytes(bytes: bytes, codingPath: codingPath)
         }
 

@@ -18,7 +18,7 @@ public enum Daemon {
     ///
     /// - Throws: when the data root, the bundle or the socket cannot be used; the error says which.
     public static func run(settings: DaemonSettings, loader: SettingsLoader, logger: Logger) async throws {
-        prepareProcess()
+        prepareProcess(settings)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
         try raiseFileLimit(settings, eventLoops: loops.count, poolThreads: poolThreads, logger: logger)
@@ -32,8 +32,10 @@ public enum Daemon {
         let pool = BlockingPool(threads: poolThreads)
         let hub = EventHub()
         // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
-        let metrics = DaemonMetrics()
+        let metrics = DaemonMetrics(accountLabels: settings.metricsAccountLabels)
         metrics.bootstrapProcess()
+        // Before the preference tables could make a new, empty device.sqlite.
+        await pullDeviceIfMissing(settings, root: root, pool: pool, logger: logger)
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
         let served: Result<Void, any Error>
@@ -53,8 +55,8 @@ public enum Daemon {
     }
 
     /// The process's settings that come before anything else: the file mode mask, the
-    /// signals the daemon ignores, the malloc arenas.
-    private static func prepareProcess() {
+    /// signals the daemon ignores, the malloc arenas, the WAL bound of every connection.
+    private static func prepareProcess(_ settings: DaemonSettings) {
         umask(0o077)
         // SIGHUP's default action ends the process; ignore it until the reload service traps it.
         signal(SIGHUP, SIG_IGN)
@@ -62,6 +64,27 @@ public enum Daemon {
         // reports as a disk I/O error and rolls back, instead of killing the daemon.
         signal(SIGXFSZ, SIG_IGN)
         Malloc.boundArenas()
+        Connections.limitWAL(toBytes: settings.walMaxBytes)
+    }
+
+    /// With replication, brings a missing device.sqlite back from the replica
+    /// (``DevicePull``) before a new, empty one could be made and shadow it there: Litestream
+    /// is awaited, the file work runs on `pool`. If the replica cannot be asked, the daemon
+    /// starts all the same (the log says so): device-wide preferences are not worth a device
+    /// that does not start.
+    private static func pullDeviceIfMissing(_ settings: DaemonSettings, root: DataRoot, pool: BlockingPool, logger: Logger) async {
+        guard let replicating = settings.replication else { return }
+        let shown = replicating.replica.redact(replicating.replica.device)
+        do {
+            let pulled = try await DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
+                .pullIfMissing(on: pool)
+            if case .pulled(let txid) = pulled {
+                logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
+            }
+        } catch {
+            logger.error(
+                "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); a new one is made if a device namespace needs it, and once Litestream ships it, it replaces the replica's. Stop accountd and accountd-litestream if the replica's copy matters, and fix the replica's access first")
+        }
     }
 
     /// Raises the open-file limit to what the connections, the loops and the pool may need.

@@ -29,6 +29,9 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let migrationFailed = accountd("MigrationFailed")
     /// `Pull` was asked for an account that already has a file here; nothing was touched.
     public static let accountExists = accountd("AccountExists")
+    /// The account was handed off from this host (`Remove {handoff: true}`); it is served by
+    /// the host that pulled it, and this one refuses it until it is pulled back.
+    public static let accountMoved = accountd("AccountMoved")
     public static let noActiveAccount = accountd("NoActiveAccount")
     public static let namespaceNotFound = accountd("NamespaceNotFound")
     public static let keyNotFound = accountd("KeyNotFound")
@@ -63,6 +66,6 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
         .invalidAccountName, .accountNotFound, .accountTooNew, .accountCorrupt, .accountBusy, .accountActive,
         .migrationFailed, .noActiveAccount, .namespaceNotFound, .keyNotFound, .invalidValue, .permissionDenied,
         .requestTooLarge, .invalidRequest, .shuttingDown, .tooManyConnections, .snapshotNotFound, .internalError, .accountExists,
-        .statementNotAllowed, .sqlError, .queryTimeout,
+        .statementNotAllowed, .sqlError, .queryTimeout, .accountMoved,
     ]
 }

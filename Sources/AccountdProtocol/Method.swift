@@ -23,6 +23,7 @@ public enum Method: String, CaseIterable, Sendable {
     case pull = "Pull"
     case query = "Query"
     case execute = "Execute"
+    case importAccount = "Import"
 
     /// The interface every method belongs to.
     public static let interface = "io.accountd"
@@ -63,7 +64,7 @@ public enum Method: String, CaseIterable, Sendable {
         case .info, .ping, .metrics, .list, .watch, .replication: .open
         case .status, .get, .keys, .export, .query: .read
         case .switchAccount, .set, .delete, .snapshot, .execute: .write
-        case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull: .admin
+        case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull, .importAccount: .admin
         }
     }
 
@@ -82,17 +83,18 @@ public enum Method: String, CaseIterable, Sendable {
     public var parameterNames: Set<String> {
         switch self {
         case .info, .ping, .watch, .metrics, .replication: []
-        case .pull: ["account"]
+        case .pull: ["account", "replica"]
+        case .importAccount: ["account", "path", "rebind"]
         case .status: ["account"]
         case .list: ["details"]
         case .switchAccount: ["account", "create"]
         case .export: ["account", "format"]
         case .verify, .plan: ["account"]
         case .snapshots: ["account"]
-        case .restore: ["account", "snapshot"]
+        case .restore: ["account", "snapshot", "at", "reclaim"]
         case .snapshot: ["account", "label"]
-        case .remove: ["account", "purge"]
-        case .migrate: ["accounts", "all", "canary", "maxFailures"]
+        case .remove: ["account", "purge", "handoff"]
+        case .migrate: ["accounts", "all", "canary", "maxFailures", "create", "canaryAccounts", "exclude", "rollbackTo"]
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]

@@ -133,20 +133,22 @@ public struct Request: Sendable {
             }
             pairs = [("namespace", .string(namespace)), ("key", .string(key)), ("value", value)]
         case .info, .ping, .watch, .metrics, .replication: pairs = try positional([])
-        case .status, .verify, .plan, .snapshots, .pull: pairs = try positional(["account"])
+        case .status, .verify, .plan, .snapshots: pairs = try positional(["account"])
+        case .pull: pairs = try positional(["account", "replica"])
+        case .importAccount: pairs = try positional(["account", "path"])
         case .switchAccount: pairs = try positional(["account"])
         case .export: pairs = try positional(["account", "format"])
         case .restore: pairs = try positional(["account", "snapshot"])
         case .snapshot: pairs = try positional(["account", "label"])
         case .remove:
-            // remove ACCOUNT [purge]: the word spelt out, so that no typo erases an account.
+            // remove ACCOUNT [purge|handoff]: the word spelt out, so that no typo erases an account.
             let given = words.remaining()
-            guard given.count <= 2, given.count < 2 || given[1].lowercased() == "purge" else {
-                throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge'")
+            guard given.count <= 2, given.count < 2 || ["purge", "handoff"].contains(given[1].lowercased()) else {
+                throw .invalidParameter("purge", "'remove' takes ACCOUNT and then only the word 'purge' or 'handoff'")
             }
             var remove: [(String, JSONValue)] = []
             if let account = given.first { remove.append(("account", .string(account))) }
-            if given.count == 2 { remove.append(("purge", .bool(true))) }
+            if given.count == 2 { remove.append((given[1].lowercased(), .bool(true))) }
             pairs = remove
         case .get, .delete: pairs = try positional(["namespace", "key", "account"])
         case .keys: pairs = try positional(["namespace", "account"])

@@ -4,10 +4,15 @@
 /// `<timestamp>-v<version>-<label>`, and so of a file name under
 /// `snapshots/<account>/`. It is 1 to 48 characters from `A-Z a-z 0-9 . _ -` and
 /// begins with a letter or a digit, which keeps every snapshot name safe as a file
-/// name and easy to type. The daemon and `accountctl` check it with the same rule.
+/// name and easy to type. It may not begin with one of ``reserved``, the labels of the
+/// daemon's own safety copies: a label that looked like one could pass for the copy a
+/// recovery needs. The daemon and `accountctl` check it with the same rule.
 public struct SnapshotLabel: Hashable, Sendable, CustomStringConvertible {
     /// The longest label accepted, in characters.
     public static let maximumLength = 48
+
+    /// The beginnings of the daemon's own snapshot labels, which no label on demand may have.
+    public static let reserved = ["before-migrate", "before-restore", "before-remove"]
 
     /// The label of a snapshot taken on demand without one.
     public static let manual = SnapshotLabel(checked: "manual")
@@ -40,6 +45,9 @@ public struct SnapshotLabel: Hashable, Sendable, CustomStringConvertible {
         }
         if !isLetterOrDigit(first) {
             return "a label must begin with a letter or a digit"
+        }
+        if let taken = reserved.first(where: { label.lowercased().hasPrefix($0) }) {
+            return "labels beginning with '\(taken)' are the daemon's own (the copy it takes before a migration, restore or remove); choose another"
         }
         if scalars.contains(where: { !isLetterOrDigit($0) && $0 != "." && $0 != "_" && $0 != "-" }) {
             return "use only A-Z a-z 0-9 . _ - (at most \(maximumLength) characters)"

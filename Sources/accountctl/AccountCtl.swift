@@ -22,7 +22,7 @@ struct AccountCtl: AsyncParsableCommand {
         subcommands: [
             StatusCommand.self, ListCommand.self, SwitchCommand.self, ExportCommand.self,
             VerifyCommand.self, PlanCommand.self, MigrateCommand.self, SnapshotsCommand.self, SnapshotCommand.self, RestoreCommand.self,
-            RemoveCommand.self, ReplicationCommand.self, PullCommand.self,
+            RemoveCommand.self, ReplicationCommand.self, PullCommand.self, ImportCommand.self,
             GetCommand.self, SetCommand.self, DeleteCommand.self, KeysCommand.self, QueryCommand.self, ExecCommand.self,
             WatchCommand.self, InfoCommand.self, PingCommand.self, MetricsCommand.self, DefaultCommand.self,
         ],

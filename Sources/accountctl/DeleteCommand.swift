@@ -7,7 +7,7 @@ struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "del",
         abstract: "Delete a preference.",
-        discussion: "Account-scoped namespaces act on the active account unless --account is given. Needs an admin peer.")
+        discussion: "Account-scoped namespaces act on the active account unless --account is given. Needs an admin peer, or a write grant on the account.")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var target: PreferenceOptions

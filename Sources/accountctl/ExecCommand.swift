@@ -6,7 +6,7 @@ import ArgumentParser
 struct ExecCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
-        abstract: "Run one SQL statement that writes an account's tables, durably (admin).",
+        abstract: "Run one SQL statement that writes an account's tables, durably (admin, or a write grant on the account).",
         discussion: """
             Prints the rows changed and the last inserted rowid once the statement is durably \
             committed. The statement runs on the active account unless --account is given. \

@@ -18,6 +18,6 @@ struct KeysCommand: AsyncParsableCommand {
     func run() async throws {
         let keys = try await global.connect().keys(namespace: namespace, account: target.account)
         if global.json { return Output.json(KeysReply(keys: keys).parameters) }
-        for key in keys { print(key) }
+        for key in keys { print(Output.terminalSafe(key)) }
     }
 }

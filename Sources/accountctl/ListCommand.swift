@@ -8,8 +8,10 @@ struct ListCommand: AsyncParsableCommand {
         commandName: "list",
         abstract: "List the accounts.",
         discussion: """
-            Prints ACCOUNT and SIZE, plus VERSION and STATE with --details (which makes the \
-            daemon read each file's header). With --json, one object per account, then \
+            Prints ACCOUNT and SIZE (the file and its WAL), plus with --details VERSION, \
+            STATE and the disk apart: FILE, WAL, SNAPSHOTS (how many, and their size) and \
+            LITESTREAM (Litestream's local state), which makes the daemon read each file's \
+            header. With --json, one object per account, then \
             {"count": N}.
             """)
 
@@ -19,8 +21,9 @@ struct ListCommand: AsyncParsableCommand {
     var details = false
 
     func run() async throws {
-        var table = Table(headers: details ? ["ACCOUNT", "SIZE", "VERSION", "STATE"] : ["ACCOUNT", "SIZE"])
-        table.rightAligned = details ? [1, 2] : [1]
+        var table = Table(
+            headers: details ? ["ACCOUNT", "SIZE", "VERSION", "STATE", "FILE", "WAL", "SNAPSHOTS", "LITESTREAM"] : ["ACCOUNT", "SIZE"])
+        table.rightAligned = details ? [1, 2, 4, 5, 6, 7] : [1]
         let list = try await global.connect().list(details: details)
         for entry in list.entries {
             if global.json {
@@ -28,7 +31,17 @@ struct ListCommand: AsyncParsableCommand {
                 continue
             }
             var row = [entry.account, Output.size(entry.sizeBytes)]
-            if details { row += [Output.text(entry.details?.version), entry.details?.state ?? "-"] }
+            if details {
+                row += [Output.text(entry.details?.version), entry.details?.state ?? "-"]
+                if let disk = entry.details?.disk {
+                    row += [
+                        Output.size(disk.fileBytes), Output.size(disk.walBytes), "\(disk.snapshots) \(Output.size(disk.snapshotBytes))",
+                        Output.size(disk.litestreamBytes),
+                    ]
+                } else {
+                    row += ["-", "-", "-", "-"]
+                }
+            }
             table.rows.append(row)
         }
         if global.json { return Output.json(list.summary.parameters) }

@@ -1,24 +1,74 @@
 import AccountdClient
 import AccountdProtocol
 import ArgumentParser
+import Foundation
 
-/// `accountctl metrics`: the daemon's metrics, in Prometheus text format.
+/// `accountctl metrics [--textfile PATH]`: the daemon's metrics, in Prometheus text format.
 struct MetricsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "metrics",
         abstract: "Print the daemon's metrics in Prometheus text format.",
         discussion: """
-            Prints the text exactly as the daemon made it, so that node_exporter's textfile \
-            collector can read it as it is: `accountctl metrics > accountd.prom.tmp && mv \
-            accountd.prom.tmp accountd.prom` (systemd/accountd-metrics.timer does this). \
+            Prints the text exactly as the daemon made it. With --textfile PATH, writes it \
+            to PATH for node_exporter's textfile collector instead: into a temporary file \
+            beside it, then renamed over it, so the collector never reads half a file. When \
+            the daemon does not answer, PATH gets `accountd_up 0` (and the time it was \
+            written) rather than keeping the last good text, so an alert on accountd_up \
+            fires, and the command exits 1 (systemd/accountd-metrics.service runs this). \
             With --json, prints the reply's parameters, {"text": ...}.
             """)
 
     @OptionGroup var global: GlobalOptions
 
+    @Option(help: ArgumentHelp("Write the text to this file (atomically), `accountd_up 0` when the daemon is down.", valueName: "path"))
+    var textfile: String?
+
     func run() async throws {
-        let text = try await global.connect().metrics()
-        if global.json { return Output.json(MetricsReply(text: text).parameters) }
-        print(text, terminator: "")
+        guard let textfile else {
+            let text = try await global.connect().metrics()
+            if global.json { return Output.json(MetricsReply(text: text).parameters) }
+            print(text, terminator: "")
+            return
+        }
+        let text: String
+        var failure: (any Error)?
+        do {
+            text = try await global.connect().metrics()
+        } catch {
+            failure = error
+            text = Self.down(at: Date())
+        }
+        try Self.replace(textfile, with: text)
+        if let failure {
+            throw ClientError.failed("the daemon did not answer (\(failure)); wrote accountd_up 0 to \(textfile)")
+        }
+    }
+
+    /// The text written when the daemon does not answer: `accountd_up 0`, and when.
+    static func down(at now: Date) -> String {
+        """
+        # HELP accountd_up Whether accountd answered the metrics request (0: it did not).
+        # TYPE accountd_up gauge
+        accountd_up 0
+        # HELP accountd_metrics_timestamp_seconds When this text was made, in seconds since the epoch.
+        # TYPE accountd_metrics_timestamp_seconds gauge
+        accountd_metrics_timestamp_seconds \(Int(now.timeIntervalSince1970))
+
+        """
+    }
+
+    /// Writes `text` to a temporary file beside `path` (a name that does not end in
+    /// `.prom`, which the collector skips), mode 0644, then renames it over `path`.
+    static func replace(_ path: String, with text: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        do {
+            try Data(text.utf8).write(to: temporary)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary.path)
+            guard rename(temporary.path, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw ClientError.failed("cannot write \(path): \(error)")
+        }
     }
 }

@@ -1,8 +1,10 @@
 import AccountdClient
 import AccountdProtocol
 import ArgumentParser
+import Foundation
 
-/// `accountctl migrate [--all | ACCOUNT...]`: bring account files to the bundle's version.
+/// `accountctl migrate [--all | ACCOUNT...]`: bring account files to the bundle's version,
+/// create missing ones, or roll a release back.
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
@@ -12,7 +14,13 @@ struct MigrateCommand: AsyncParsableCommand {
             accounts are migrated first, and the rest only if all of them succeeded; with \
             --max-failures F, no account begins once F have failed. Accounts not begun are \
             skipped; run the same command again to go on, as the accounts done are then \
-            current. Named accounts are reported one per line; with --all, only failures \
+            current. --canary-accounts A,B names the canary instead (taken first); \
+            --exclude A,B leaves accounts out; --create creates the named accounts that \
+            are missing, at the bundle's version (provisioning a fleet without switching). \
+            --rollback-to N rolls a release back: each account above version N is \
+            restored from its newest before-migrate snapshot at N (load the previous \
+            bundle first; the replaced file is kept as a snapshot). Named accounts are \
+            reported one per line; with --all, only failures \
             are, beside a progress bar with the rate and the time left. A table of the \
             failures by error ends the output. Exits 1 when any account failed or was \
             skipped. Needs an admin peer.
@@ -29,13 +37,34 @@ struct MigrateCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Begin no account once F have failed.", valueName: "f"))
     var maxFailures: Int?
 
+    @Option(help: ArgumentHelp("The accounts the canary is made of, comma-separated; they go first.", valueName: "names"))
+    var canaryAccounts: String?
+
+    @Option(help: ArgumentHelp("Accounts to leave out, comma-separated (may be repeated).", valueName: "names"))
+    var exclude: [String] = []
+
+    @Flag(help: "Create the named accounts that are missing, at the bundle's version.")
+    var create = false
+
+    @Option(help: ArgumentHelp("Roll back: restore each account above version N from its before-migrate snapshot at N.", valueName: "n"))
+    var rollbackTo: Int?
+
     @Argument(help: "The accounts to migrate.")
     var accounts: [String] = []
+
+    /// A comma-separated list of names, as given.
+    static func names(_ lists: [String]) -> [String] {
+        lists.flatMap { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+    }
 
     func validate() throws {
         if all && !accounts.isEmpty { throw ValidationError("give either --all or account names, not both") }
         if !all && accounts.isEmpty { throw ValidationError("name the accounts to migrate, or give --all") }
-        for account in accounts { try validateAccountName(account) }
+        for account in accounts + Self.names(exclude) + Self.names(canaryAccounts.map { [$0] } ?? []) { try validateAccountName(account) }
+        if canary != nil && canaryAccounts != nil { throw ValidationError("give either --canary N or --canary-accounts NAMES, not both") }
+        if create && all { throw ValidationError("--create creates named accounts: name them rather than --all") }
+        if create && rollbackTo != nil { throw ValidationError("--rollback-to creates nothing; leave --create out") }
+        if let rollbackTo, rollbackTo < 0 { throw ValidationError("--rollback-to must be a version, 0 or more") }
         for (name, value) in [("--canary", canary), ("--max-failures", maxFailures)] {
             if let value, !(1...MigrateRollout.maximum).contains(value) {
                 throw ValidationError("\(name) must be a whole number from 1 to \(MigrateRollout.maximum)")
@@ -50,7 +79,10 @@ struct MigrateCommand: AsyncParsableCommand {
         var failures: [MigrateResult] = []
         progress.update(done: 0, total: total, force: true)
         var summary: MigrateSummary?
-        let rollout = MigrateRollout(canary: canary, maxFailures: maxFailures)
+        let rollout = MigrateRollout(
+            canary: canary, maxFailures: maxFailures, create: create,
+            canaryAccounts: try Self.names(canaryAccounts.map { [$0] } ?? []).map { try AccountName($0) },
+            exclude: try Self.names(exclude).map { try AccountName($0) }, rollbackTo: rollbackTo)
         for try await event in try await global.connect().migrate(all ? .all : .accounts(accounts), rollout: rollout) {
             switch event {
             case .account(let entry):
@@ -81,6 +113,8 @@ struct MigrateCommand: AsyncParsableCommand {
             let count = summary.count
             print(
                 "\(count) account\(count == 1 ? "" : "s"): \(summary.migrated) migrated, "
+                    + (summary.created > 0 ? "\(summary.created) created, " : "")
+                    + (summary.restored > 0 ? "\(summary.restored) restored, " : "")
                     + "\(summary.current) current, \(failed) failed" + (skipped > 0 ? ", \(skipped) skipped" : ""))
             if let stopped = summary.stopped { print(Self.explain(stopped, rollout)) }
             if !failures.isEmpty { Self.failureTable(failures).print() }
@@ -96,7 +130,7 @@ struct MigrateCommand: AsyncParsableCommand {
     static func explain(_ stopped: MigrateSummary.Stop, _ rollout: MigrateRollout) -> String {
         switch stopped {
         case .canary:
-            "stopped after the canary of \(rollout.canary ?? 0): an account of it failed; fix the cause and run the same command again"
+            "stopped after the canary of \(rollout.canaryAccounts.isEmpty ? rollout.canary ?? 0 : rollout.canaryAccounts.count): an account of it failed; fix the cause and run the same command again"
         case .maxFailures:
             "stopped after \(rollout.maxFailures ?? 0) failure\(rollout.maxFailures == 1 ? "" : "s") (--max-failures); fix the cause and run the same command again"
         }
@@ -137,7 +171,7 @@ struct MigrateCommand: AsyncParsableCommand {
     static func describe(_ entry: MigrateResult) -> String {
         var line = Output.pad(entry.result, to: 8) + "  " + entry.account
         switch entry.outcome {
-        case .done("migrated", let fromVersion, let version):
+        case .done("migrated", let fromVersion, let version), .done("restored", let fromVersion, let version):
             line += "  version \(Output.text(fromVersion)) -> \(version)"
         case .done(_, _, let version):
             line += "  version \(version)"

@@ -13,6 +13,24 @@ enum Output {
         print(parameters.serialized())
     }
 
+    /// `text` safe to print on a terminal: each control character (a newline, an escape,
+    /// a carriage return) written as `\u{1B}`, so stored data can neither drive the
+    /// terminal nor pass for another line. A backslash is doubled, so the form is unambiguous.
+    static func terminalSafe(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\\" }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar == "\\" {
+                out += "\\\\"
+            } else if scalar.properties.generalCategory == .control {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// Pushes buffered stdout out now, for output that a reader follows live.
     static func flush() {
         fflush(nil)  // every output stream; only stdout is buffered here

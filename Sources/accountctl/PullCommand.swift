@@ -13,7 +13,7 @@ struct PullCommand: AsyncParsableCommand {
             the bundle can read, whole by SQLite's integrity_check) and links it into place; the \
             next switch opens or migrates it. Refused (AccountExists), touching nothing, when \
             the account already has a file here. Needs a daemon running with replication and an \
-            admin peer. Without a daemon, use 'accountd pull'.
+            admin peer. Without a daemon, use 'accountd pull'. With --replica, the account comes             from another base URL: the old host's, for a move ('accountctl remove ACCOUNT             --handoff' there first); a pull ends a handoff of the account from this host.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -21,12 +21,15 @@ struct PullCommand: AsyncParsableCommand {
     @Argument(help: "The account to pull.")
     var account: String
 
+    @Option(help: "Pull from this base URL (the old host's replica.litestream.replica) instead of the daemon's own replica.")
+    var replica: String?
+
     func validate() throws {
         try validateAccountName(account)
     }
 
     func run() async throws {
-        let reply = try await global.connect().pull(account: account)
+        let reply = try await global.connect().pull(account: account, replica: replica)
         if global.json { return Output.json(reply.parameters) }
         print("Pulled \(reply.account) at version \(reply.version) (\(reply.sizeBytes) bytes, Litestream txid \(reply.txid ?? "unknown")).")
         print("Switch to it with 'accountctl switch \(reply.account)'.")

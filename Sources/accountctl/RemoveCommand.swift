@@ -13,7 +13,7 @@ struct RemoveCommand: AsyncParsableCommand {
             back. With --purge, the file, every snapshot and every other file of the \
             account under the data root are erased, and nothing can bring it back. It \
             asks nothing: what it did is printed. The active account is refused \
-            (AccountActive): switch to another one first. Needs an admin peer.
+            (AccountActive): switch to another one first. Needs an admin peer. With             --handoff (replication on), the account moves to another host: Litestream syncs it             a last time, then this host refuses it (AccountMoved) until it is pulled back; on             the new host run 'accountctl pull ACCOUNT --replica THIS_HOSTS_REPLICA_URL'.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -24,14 +24,21 @@ struct RemoveCommand: AsyncParsableCommand {
     @Flag(help: "Erase the account's file, its snapshots and all its other files for good.")
     var purge = false
 
+    @Flag(help: "Hand the account off to another host: a final sync to the replica, then this host refuses it until it is pulled back.")
+    var handoff = false
+
     func validate() throws {
         try validateAccountName(account)
+        if purge && handoff { throw ValidationError("--purge and --handoff do not go together: a handoff keeps the account for the host that pulls it") }
     }
 
     func run() async throws {
-        let reply = try await global.connect().remove(account: account, purge: purge)
+        let reply = try await global.connect().remove(account: account, purge: purge, handoff: handoff)
         if global.json { return Output.json(reply.parameters) }
-        if reply.purged {
+        if reply.handoff {
+            print("Handed off \(account): the replica has its last state, and this host refuses it (AccountMoved) until it is pulled back.")
+            print("On the new host: 'accountctl pull \(account) --replica <this host's replica URL>'.")
+        } else if reply.purged {
             print("Purged \(account): its file, its snapshots and its other files under the data root were erased.")
         } else if let snapshot = reply.snapshot {
             print("Removed \(account). Its last state was kept as snapshot \(snapshot.snapshot) (version \(snapshot.version)).")

@@ -10,7 +10,9 @@ struct ReplicationCommand: AsyncParsableCommand {
         discussion: """
             From Litestream's own status (its control socket). BEHIND is the time since the \
             replica last caught up with the account: at most the writes of that long are not \
-            in the replica yet. With replication off, or Litestream not running, it says so.
+            in the replica yet. An account the replica has not caught up with for longer than \
+            a few sync intervals is `behind` (a store that takes no uploads), and the command \
+            then fails (exit status 1). With replication off, or Litestream not running, it says so.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -32,5 +34,11 @@ struct ReplicationCommand: AsyncParsableCommand {
         }
         guard !rows.isEmpty else { return print("No accounts.") }
         Table(headers: ["ACCOUNT", "REPLICATED", "STATUS", "BEHIND", "LAST SYNC"], rightAligned: [3], rows: rows).print()
+        if let worst = reply.worstSecondsBehind { print(String(format: "Worst: %.1fs behind.", worst)) }
+        if reply.behind > 0 {
+            let threshold = reply.lagThresholdSeconds.map { String(format: "%.0f s", $0) } ?? "a few seconds"
+            throw ClientError.failed(
+                "\(reply.behind) account(s) have not reached the replica for more than \(threshold): check the replica's store and accountd-litestream's log")
+        }
     }
 }

@@ -27,6 +27,12 @@ struct SQLArguments: ParsableArguments {
     /// - Throws: `ValidationError` for a JSON array or an object other than a blob.
     func values() throws -> [SQLValue] {
         try parameters.enumerated().map { index, text in
+            if text.count > 1, text.drop(while: { $0 == "-" }).allSatisfy(\.isASCII), Int64(text) == nil,
+                text.drop(while: { $0 == "-" }).allSatisfy(\.isNumber), text.filter({ $0 == "-" }).count <= 1
+            {
+                throw ValidationError(
+                    "PARAM \(index + 1) (\(text)) is an integer outside 64 bits; write it as a real (\(text).0) or quote it as JSON text ('\"\(text)\"')")
+            }
             let json = (try? JSONParser.parse(text)) ?? .string(text)
             do {
                 return try SQLValue(json: json, parameter: "PARAM \(index + 1)")
@@ -42,14 +48,16 @@ struct SQLArguments: ParsableArguments {
 }
 
 extension SQLValue {
-    /// The value as `accountctl query` prints it in a table: `NULL`, numbers, text as it is,
+    /// The value as `accountctl query` prints it in a table: `NULL`, numbers, text with its
+    /// control characters escaped (``Output/terminalSafe(_:)``; `--json` gives it exactly),
     /// a blob as `x'0a1b'` (as the sqlite3 shell writes one).
     var cell: String {
         switch self {
         case .null: "NULL"
         case .integer(let i): String(i)
         case .real(let d): String(d)
-        case .text(let s): s
+        case .text(let s): Output.terminalSafe(s)
+        case .textBytes(let bytes): Output.terminalSafe(String(decoding: bytes, as: UTF8.self))
         case .blob(let bytes):
             "x'" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "'"
         }

@@ -11,7 +11,7 @@ struct SetCommand: AsyncParsableCommand {
             VALUE is JSON text, so a string needs its quotes inside the shell's: \
             accountctl set user theme '"dark"'. Numbers, true, false, null, arrays and \
             objects go as they are; put -- before a negative number. The command returns \
-            once the value is durably committed. Needs an admin peer.
+            once the value is durably committed. Needs an admin peer, or a write grant on the account.
             """)
 
     @OptionGroup var global: GlobalOptions

@@ -13,8 +13,9 @@ struct StatusCommand: AsyncParsableCommand {
             whether its file exists, its version against the bundle's target, its state \
             (current, outdated, too_new, compatible_newer, corrupt, missing, migrating, \
             unavailable: a full or failing disk), \
-            size, creation time, last migration, and any applied migration whose file has \
-            changed since. This is also what runs when no command is given.
+            size (and apart: the file, its WAL, its snapshots, Litestream's state), creation \
+            time, last migration, and any applied migration whose file has changed since. \
+            Without ACCOUNT, the migrations of any account running now are shown too. This is also what runs when no command is given.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -43,6 +44,12 @@ struct StatusCommand: AsyncParsableCommand {
         let edited = status.editedMigrations
         fields.append(("edited migrations", edited.isEmpty ? "none" : "\(edited.count)"))
         if let problem = status.problem { fields.append(("problem", problem)) }
+        if let disk = status.disk {
+            fields.append(("file", Output.size(disk.fileBytes)))
+            fields.append(("wal", Output.size(disk.walBytes)))
+            fields.append(("snapshots", "\(disk.snapshots) (\(Output.size(disk.snapshotBytes)))"))
+            fields.append(("litestream state", Output.size(disk.litestreamBytes)))
+        }
         Output.fields(fields)
         for migration in edited { print("  " + Self.describeEdited(migration)) }
     }
@@ -58,6 +65,9 @@ struct StatusCommand: AsyncParsableCommand {
             ("bundle version", String(status.bundleVersion)),
         ]
         if let problem = status.problem { fields.append(("problem", problem)) }
+        if let running = status.migrationsRunning {
+            fields.append(("migrations running", "\(running) (the oldest for \(status.oldestMigrationSeconds ?? 0) s)"))
+        }
         fields.append(("socket", global.socketPath))
         Output.fields(fields)
     }

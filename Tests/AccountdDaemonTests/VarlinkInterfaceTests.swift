@@ -24,6 +24,9 @@ import Testing
         let migrated = MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 1, version: 3), of: 3)
         let failed = MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.MigrationFailed", message: "no"))
         let skipped = MigrateResult(account: "carol", outcome: .skipped, of: 3)
+        let disk = DiskUseInfo(fileBytes: 4096, walBytes: 0, snapshotBytes: 8192, snapshots: 2, litestreamBytes: 0)
+        var daemonStatus = DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed")
+        (daemonStatus.migrationsRunning, daemonStatus.oldestMigrationSeconds) = (1, 12)
         return [
             .info: [
                 InfoReply(version: "1.0", pid: 1, uptimeSeconds: 2, dataRoot: "/var/lib/accountd", bundle: .init(version: 3, fingerprint: "f"))
@@ -31,13 +34,13 @@ import Testing
             .ping: [EmptyReply()],
             .metrics: [MetricsReply(text: "accountd_accounts 1\n")],
             .status: [
-                DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed"),
+                daemonStatus,
                 AccountStatusReply(
                     account: "alice", exists: true, version: 3, target: 3, state: "current", sizeBytes: 4096, createdAt: "2026-01-01T00:00:00Z",
                     lastMigration: .init(version: 3, name: "0003_x.sql", appliedAt: "2026-01-01T00:00:00Z"), editedMigrations: [edited],
-                    problem: "damaged"),
+                    problem: "damaged", disk: disk),
             ],
-            .list: [ListEntry(account: "alice", sizeBytes: 4096, details: .init(version: 3, state: "current")), ListSummary(count: 1)],
+            .list: [ListEntry(account: "alice", sizeBytes: 4096, details: .init(version: 3, state: "current", disk: disk)), ListSummary(count: 1)],
             .switchAccount: [
                 SwitchProgress(step: 1, of: 2, name: "0002_x.sql"),
                 SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: true, durationMs: 1.5),
@@ -54,12 +57,17 @@ import Testing
             .restore: [
                 RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3)),
                 RestoreReply(account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "failed", version: 1, problem: "no")),
+                RestoreReply(
+                    account: "alice", restored: snapshot, saved: snapshot, reopened: .init(action: "opened", version: 3), restoredFrom: "replica",
+                    at: "2026-01-01T00:00:00Z"),
             ],
             .snapshot: [snapshot],
-            .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot)],
+            .remove: [RemoveReply(account: "alice", purged: false, snapshot: snapshot, handoff: true)],
             .migrate: [
                 migrated, failed, skipped,
-                MigrateSummary(count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped]),
+                MigrateSummary(
+                    count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped],
+                    created: 1, restored: 1),
             ],
             .get: [PreferenceValue(value: "dark")],
             .set: [EmptyReply()],
@@ -68,7 +76,8 @@ import Testing
             .replication: [
                 ReplicationReply(
                     enabled: true, replica: "file:///srv/replica", litestream: true,
-                    accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)])
+                    accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)],
+                    lagThresholdSeconds: 5)
             ],
             .pull: [PullReply(account: "alice", version: 3, sizeBytes: 4096, txid: "0000000000000004")],
             .watch: [
@@ -83,6 +92,7 @@ import Testing
                 QueryReply(columns: ["id"], rows: [[.integer(1)]], rowCount: 1, truncated: false)
             ],
             .execute: [ExecuteReply(results: [.init(changes: 1, lastInsertRowid: 1)])],
+            .importAccount: [ImportReply(account: "alice", version: 3, rows: 12)],
         ]
     }()
 

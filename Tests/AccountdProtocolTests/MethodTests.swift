@@ -12,14 +12,14 @@ struct MethodTests {
     @Test func theMethodsOfSections6And11() {
         #expect(Method.allCases.map(\.rawValue) == [
             "Info", "Ping", "Status", "List", "Switch", "Export", "Verify", "Plan", "Snapshots", "Restore", "Snapshot", "Remove", "Migrate",
-            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull", "Query", "Execute",
+            "Get", "Set", "Delete", "Keys", "Watch", "Metrics", "Replication", "Pull", "Query", "Execute", "Import",
         ])
     }
 
-    /// SPEC section 12: `Remove`, `Restore`, `Migrate`, `Pull`, `Plan`, `Verify` (and `Snapshots`)
-    /// stay admin-only; the others are open, or need a read or a write grant.
+    /// SPEC section 12: `Remove`, `Restore`, `Migrate`, `Pull`, `Plan`, `Verify` (and `Snapshots`,
+    /// and `Import`, which reads a file the daemon opens) stay admin-only; the others are open, or need a read or a write grant.
     @Test func adminMethods() {
-        #expect(Set(Method.allCases.filter(\.requiresAdmin)) == [.verify, .plan, .snapshots, .restore, .remove, .migrate, .pull])
+        #expect(Set(Method.allCases.filter(\.requiresAdmin)) == [.verify, .plan, .snapshots, .restore, .remove, .migrate, .pull, .importAccount])
         #expect(Set(Method.allCases.filter { $0.access == .read }) == [.status, .get, .keys, .export, .query])
         #expect(Set(Method.allCases.filter { $0.access == .write }) == [.switchAccount, .set, .delete, .snapshot, .execute])
         #expect(Set(Method.allCases.filter { $0.access == .open }) == [.info, .ping, .metrics, .list, .watch, .replication])

@@ -69,6 +69,29 @@ import Testing
         #expect(try daemon.client().callOne("restore alice \(chosen)").error == nil)
     }
 
+    /// Names that read as numbers (`007`, `1e5`, `1.50`, 20 digits) are stored as numbers by
+    /// `accountd_meta`'s numeric affinity; the file was then refused as another account's
+    /// (`AccountCorrupt`) at its second switch.
+    @Test func accountsNamedLikeNumbersCanBeSwitchedToAgain() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        let client = try daemon.client()
+        let names = ["007", "1234", "1e5", "1.50", "92233720368547758080"]
+        for name in names {
+            #expect(try client.callOne("switch \(name)").error == nil, "creating \(name)")
+        }
+        #expect(try client.callOne("switch alice").error == nil)
+        for name in names {
+            let again = try client.callOne("switch \(name)")
+            #expect(again.error == nil, "switching back to \(name): \(again.encoded())")
+            #expect(try client.callOne("status \(name)").parameters["state"] == "current", "\(name)")
+        }
+        // A file still refuses a name it was not created for.
+        try FileManager.default.copyItem(atPath: daemon.accountPath("007"), toPath: daemon.accountPath("008"))
+        #expect(try client.callOne("switch 008").error?.shortName == "AccountCorrupt")
+    }
+
     /// A restored file is in WAL mode at once, like every account file.
     @Test func aRestoredFileIsInWALMode() throws {
         let dir = TestDirectory()

@@ -40,4 +40,34 @@ import Testing
         #expect(usage.status == 2, "\(usage.stderr)")
         #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT count(*) FROM user_info;") == "2")
     }
+
+    /// Text another person stored went to the admin's terminal raw: an escape sequence, a
+    /// carriage return, a newline that passed for another row. The table and `keys` now
+    /// escape control characters; `--json` keeps them exact.
+    @Test func storedControlCharactersNeverReachTheTerminalRaw() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        let socket = daemon.socket
+        #expect(try E2E.accountctl(["switch", "alice"], socket: socket).status == 0)
+        let evil = "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\rline2\nline3"
+        #expect(try E2E.accountctl(["exec", "INSERT INTO app_data VALUES ('k', ?)", evil], socket: socket).status == 0)
+        let table = try E2E.accountctl(["query", "SELECT value FROM app_data"], socket: socket)
+        #expect(table.stdout == "value\nevil\\u{1B}]0;pwned\\u{7}\\u{1B}[2J\\u{D}line2\\u{A}line3\n", "\(table.stdout.debugDescription)")
+        let json = try E2E.accountctl(["--json", "query", "SELECT value FROM app_data"], socket: socket)
+        #expect(try E2E.jsonLines(json.stdout).dropFirst().first == ["rows": [[.string(evil)]]])
+        #expect(try E2E.accountctl(["set", "user", "k\u{1B}[31m", "1"], socket: socket).status == 0)
+        let keys = try E2E.accountctl(["keys", "user"], socket: socket)
+        #expect(keys.stdout.contains("k\\u{1B}[31m") && !keys.stdout.contains("\u{1B}"), "\(keys.stdout.debugDescription)")
+    }
+
+    /// An integer outside 64 bits was bound as text without a word.
+    @Test func anIntegerOutside64BitsIsAUsageError() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        #expect(try E2E.accountctl(["switch", "alice"], socket: daemon.socket).status == 0)
+        let big = try E2E.accountctl(["query", "SELECT typeof(?)", "9223372036854775808"], socket: daemon.socket)
+        #expect(big.status == 2 && big.stderr.contains("outside 64 bits"), "\(big.stderr)")
+        let edge = try E2E.accountctl(["--json", "query", "SELECT ?", "--", "-9223372036854775808"], socket: daemon.socket)
+        #expect(try E2E.jsonLines(edge.stdout).dropFirst().first == ["rows": [[.int(Int64.min)]]], "\(edge.stdout)")
+    }
 }

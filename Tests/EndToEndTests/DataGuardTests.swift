@@ -11,6 +11,7 @@ import Testing
         "ALTER TABLE user_info RENAME TO u2", "CREATE INDEX i1 ON user_info(age)", "DROP TABLE app_data",
         "CREATE VIEW v1 AS SELECT 1", "CREATE TRIGGER t1 AFTER INSERT ON user_info BEGIN SELECT 1; END",
         "ATTACH DATABASE '/tmp/accountd-attach.db' AS x", "DETACH DATABASE main", "SELECT load_extension('/tmp/none.so')",
+        "SELECT fts3_tokenizer('simple')", "SELECT sql FROM sqlite_stmt", "SELECT fts3_tokenizer('simple', x'4141414141414141')",
         "PRAGMA user_version = 99", "PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = 1", "PRAGMA foreign_keys = OFF",
         "PRAGMA application_id = 7", "PRAGMA synchronous = OFF", "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA integrity_check",
         "INSERT INTO accountd_prefs(namespace, key, value) VALUES ('user', 'x', '1')", "DELETE FROM accountd_prefs",
@@ -43,6 +44,24 @@ import Testing
         #expect(try DataCalls.contents(client) == contents)
         #expect(!FileManager.default.fileExists(atPath: "/tmp/accountd-vacuum-into.db"))
         #expect(!FileManager.default.fileExists(atPath: "/tmp/accountd-attach.db"))
+    }
+
+    /// `fts3_tokenizer` reads and replaces a pointer inside SQLite (a hostile review leaked
+    /// libsqlite3's address with a read grant, then crashed the daemon with a forged one). The
+    /// two-argument form is live whenever the pointer is a bound parameter, whatever the
+    /// connection's settings say, so the guard refuses the function itself.
+    @Test func fts3TokenizerIsRefusedEvenWithABoundPointer() throws {
+        let dir = TestDirectory()
+        let daemon = try DataCalls.daemonWithAlice(dir)
+        let client = try daemon.client()
+        let forged: JSONValue = .object([("base64", .string("QUFBQUFBQUE="))])
+        for (sql, values) in [("SELECT fts3_tokenizer(?)", [JSONValue.string("simple")]), ("SELECT fts3_tokenizer(?, ?)", [.string("simple"), forged])] {
+            let query = try client.callOne(DataCalls.query("alice", sql, values))
+            #expect(query.error == .statementNotAllowed, "\(sql): \(query.encoded())")
+            let execute = try client.callOne(DataCalls.execute("alice", [(sql, values)]))
+            #expect(execute.error == .statementNotAllowed, "\(sql): \(execute.encoded())")
+        }
+        #expect(try client.callOne(DataCalls.query("alice", "SELECT count(*) FROM user_info")).error == nil)
     }
 
     @Test func everyWriteInAQueryIsRefused() throws {

@@ -23,6 +23,9 @@ struct GrantTests {
     static let grants = """
         socket:
           mode: "0666"
+        # The active account's name in a metric label, so that its filtering is seen.
+        metrics:
+          accountLabels: true
         access:
           grants:
             - { user: nobody, accounts: "$user", access: write }

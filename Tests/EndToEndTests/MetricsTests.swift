@@ -57,6 +57,7 @@ import Testing
             // Latencies vary from run to run (their counts are checked), and how many
             // connections are open depends on when the readiness check's connection closed.
             !key.contains("_bucket{") && !(key.contains("_seconds_sum")) && key != "accountd_connections_open"
+                && key != "accountd_metrics_timestamp_seconds" && !key.hasPrefix("accountd_disk_bytes{")
         }
         #expect(
             grown == [
@@ -83,13 +84,18 @@ import Testing
                 #"accountd_group_commit_duration_seconds_count{scope="account"}"#: 2,
                 // The sequence's connection and the second accountctl.
                 "accountd_connections_accepted_total": 2,
-                // Read when Metrics is called: bob is new on disk, and old is active.
+                // Read when Metrics is called: bob is new on disk, old is active and current,
+                // future still too new; old's two snapshots are on disk.
                 "accountd_accounts": 1,
-                #"accountd_active_account{account="old"}"#: 1,
+                "accountd_active_accounts": 1,
+                #"accountd_accounts_by_state{state="current"}"#: 2,
+                #"accountd_accounts_by_state{state="outdated"}"#: -1,
+                "accountd_snapshots_stored": 2,
             ], "grown:\n\(grown.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n"))")
         #expect(after["accountd_accounts"] == 3, "bob, old and future")
-        #expect(after["accountd_migration_failures_total"] == 0)
-        #expect(after.keys.filter { $0.hasPrefix("accountd_active_account{") } == [#"accountd_active_account{account="old"}"#])
+        #expect(after[#"accountd_migration_failures_total{error="MigrationFailed"}"#] == 0)
+        #expect(after[#"accountd_accounts_by_state{state="too_new"}"#] == 1, "future")
+        #expect(after.keys.filter { $0.hasPrefix("accountd_active_account{") }.isEmpty, "no account name in a label by default")
         #expect(text.hasSuffix("\n") && !text.hasSuffix("\n\n"), "accountctl metrics prints the text as it is")
 
         // The same text through a real Prometheus parser: every sample but the buckets agrees.
@@ -119,7 +125,8 @@ import Testing
         #expect(types["accountd_request_duration_seconds"] == "histogram")
         #expect(types["accountd_group_commit_batch_size"] == "histogram")
         #expect(types["accountd_connections_open"] == "gauge")
-        #expect(types["accountd_active_account"] == "gauge")
+        #expect(types["accountd_active_accounts"] == "gauge")
+        #expect(types["accountd_accounts_by_state"] == "gauge")
     }
 
     @Test func requestsTheConnectionRefusesAreCounted() throws {
@@ -154,7 +161,7 @@ import Testing
         let text = try #require(reply.parameters["text"]?.stringValue)
         #expect(try MetricsReply(parameters: reply.parameters).text == text)
         // Present at zero before anything happened.
-        #expect(Self.samples(text)["accountd_migration_failures_total"] == 0)
+        #expect(Self.samples(text)[#"accountd_migration_failures_total{error="MigrationFailed"}"#] == 0)
         #expect(Self.samples(text)["accountd_accounts"] == 0)
         // Anyone may call it: no admin check.
         #expect(Method.metrics.requiresAdmin == false)

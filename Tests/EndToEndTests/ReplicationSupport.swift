@@ -27,11 +27,18 @@ final class LitestreamProcess {
     let process: Process
     let logPath: String
 
-    init(config: String, log: String) throws {
+    /// Starts it with this process's environment plus `environment` (an object store's
+    /// credentials), without `AWS_CA_BUNDLE`, as the `accountd-litestream` unit runs it
+    /// (Litestream's S3 client refuses to start with it set).
+    init(config: String, log: String, environment: [String: String] = [:]) throws {
         self.config = config
         logPath = log
         try FileManager.default.createDirectory(atPath: log, withIntermediateDirectories: true)
-        process = try E2E.spawning { try Binaries.start(TestLitestream.path!, ["replicate", "-config", config, "-no-expand-env"], logDirectory: log) }
+        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        env["AWS_CA_BUNDLE"] = nil
+        process = try E2E.spawning {
+            try Binaries.start(TestLitestream.path!, ["replicate", "-config", config, "-no-expand-env"], logDirectory: log, environment: env)
+        }
     }
 
     /// What Litestream logged so far.

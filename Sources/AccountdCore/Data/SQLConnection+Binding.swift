@@ -17,20 +17,22 @@ extension SQLConnection {
             }
             for (index, value) in values.enumerated() { try bind(value, at: Int32(index + 1), of: statement, sql: sql) }
         case .named(let values):
-            var used = 0
+            var used: Set<String> = []
             for index in 1...max(count, 1) where index <= count {
                 guard let raw = sqlite3_bind_parameter_name(statement, Int32(index)) else {
                     throw Self.mismatch("parameter \(index) is positional (?); give the parameters as an array", sql)
                 }
                 let name = String(cString: raw)
-                guard let value = values[name] ?? values[String(name.dropFirst())] else {
+                let key = values[name] != nil ? name : String(name.dropFirst())
+                guard let value = values[key] else {
                     throw Self.mismatch("no value was given for parameter \(name)", sql)
                 }
-                used += 1
+                used.insert(key)
                 try bind(value, at: Int32(index), of: statement, sql: sql)
             }
-            guard used == values.count else {
-                throw Self.mismatch("\(values.count - used) named value(s) match no parameter of the statement", sql)
+            let unknown = values.keys.filter { !used.contains($0) }.sorted()
+            guard unknown.isEmpty else {
+                throw Self.mismatch("the value(s) named \(unknown.joined(separator: ", ")) match no parameter of the statement", sql)
             }
         }
     }
@@ -51,6 +53,13 @@ extension SQLConnection {
                         sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), accountd_sqlite3_transient())
                     }
                 }
+        case .textBytes(let bytes):
+            code =
+                bytes.isEmpty
+                ? sqlite3_bind_text(statement, index, "", 0, accountd_sqlite3_transient())
+                : bytes.withUnsafeBytes {
+                    sqlite3_bind_text(statement, index, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count), accountd_sqlite3_transient())
+                }
         case .blob(let bytes):
             code =
                 bytes.isEmpty
@@ -68,7 +77,10 @@ extension SQLConnection {
         case SQLITE_TEXT:
             guard let text = sqlite3_column_text(statement, index) else { return .text("") }
             let count = Int(sqlite3_column_bytes(statement, index))
-            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+            let bytes = UnsafeBufferPointer(start: text, count: count)
+            // Text SQLite stores need not be UTF-8; such bytes come back as they are.
+            guard let valid = String(validating: bytes, as: UTF8.self) else { return .textBytes(Array(bytes)) }
+            return .text(valid)
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, index))
             guard count > 0, let bytes = sqlite3_column_blob(statement, index) else { return .blob([]) }

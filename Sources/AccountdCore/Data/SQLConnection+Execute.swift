@@ -105,6 +105,8 @@ extension SQLConnection {
             let compiled = try compile(statement.sql, mode: .execute)
             try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
             guardState.reset(.execute)
+            // What this statement inserted, not an earlier one's (or another client's, in a shared transaction).
+            sqlite3_set_last_insert_rowid(handle, 0)
             var code = sqlite3_step(compiled.handle)
             while code == SQLITE_ROW { code = sqlite3_step(compiled.handle) }
             guard code == SQLITE_DONE else {
@@ -113,7 +115,9 @@ extension SQLConnection {
                 throw error
             }
             sqlite3_reset(compiled.handle)
-            executed.results.append(ExecuteReply.Result(changes: sqlite3_changes64(handle), lastInsertRowid: sqlite3_last_insert_rowid(handle)))
+            // sqlite3_changes64 keeps the last write's count through a statement that only reads.
+            let changes = sqlite3_stmt_readonly(compiled.handle) != 0 ? 0 : sqlite3_changes64(handle)
+            executed.results.append(ExecuteReply.Result(changes: changes, lastInsertRowid: sqlite3_last_insert_rowid(handle)))
             executed.tables.formUnion(compiled.written)
         }
         return executed

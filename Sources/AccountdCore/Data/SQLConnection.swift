@@ -58,6 +58,10 @@ public final class SQLConnection: @unchecked Sendable {
     private var stop: SQLStop?
     private(set) var interruption: Interruption?
 
+    /// The largest text or blob a statement may make or read (`SQLITE_LIMIT_LENGTH`): a reply
+    /// carries a value whole, so this bounds the memory one request can take.
+    public static let maximumValueBytes = 16 << 20
+
     /// Opens the account file at `path`; a missing file is never created.
     ///
     /// - Throws: `SQLError` when SQLite cannot open or set up the connection.
@@ -83,6 +87,7 @@ public final class SQLConnection: @unchecked Sendable {
         _ = accountd_sqlite3_trusted_schema_off(db)
         _ = accountd_sqlite3_load_extension_off(db)
         sqlite3_busy_timeout(db, 10_000)
+        sqlite3_limit(db, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_set_authorizer(
             db,
@@ -101,6 +106,8 @@ public final class SQLConnection: @unchecked Sendable {
             if !readOnly {
                 try run("PRAGMA synchronous = FULL")
                 try run("PRAGMA foreign_keys = ON")
+                // The WAL is cut back after a large Execute (accounts.walMaxBytes).
+                try run("PRAGMA journal_size_limit = \(Connections.walSizeLimit.load(ordering: .relaxed))")
             }
         } catch {
             close()
@@ -159,6 +166,11 @@ public final class SQLConnection: @unchecked Sendable {
     func compile(_ sql: String, mode: StatementGuard.Mode) throws(ProtocolError) -> Compiled {
         clock += 1
         guardState.reset(mode)
+        if let nul = sql.utf8.firstIndex(of: 0) {
+            // SQLite would stop reading at the NUL, and run less than the text says.
+            let offset = sql.utf8.distance(from: sql.utf8.startIndex, to: nul)
+            throw Self.notAllowed("the text holds a NUL character at byte \(offset); SQL text cannot contain one (bind the value as a parameter)", sql)
+        }
         if let cached = compiled[sql] {
             cached.used = clock
             return cached
@@ -225,8 +237,11 @@ public final class SQLConnection: @unchecked Sendable {
             // Refused while running: VACUUM attaches its target as it runs, for one.
             return Self.notAllowed(refusal, statement)
         }
-        let message = String(cString: sqlite3_errmsg(handle))
         let extended = sqlite3_extended_errcode(handle)
+        var message = String(cString: sqlite3_errmsg(handle))
+        if code & 0xFF == SQLITE_TOOBIG {
+            message += " (a statement may make or read a text or blob of at most \(Self.maximumValueBytes >> 20) MiB; keep larger files beside the database)"
+        }
         return ProtocolError(
             .sqlError, "SQLite: \(message)", facts: [("code", JSONValue(Int(extended))), ("statement", .string(Self.quoted(statement)))])
     }

@@ -7,7 +7,8 @@ import CSQLiteConfig
 /// `Execute` refuse:
 /// - DDL of any kind (`CREATE`, `DROP`, `ALTER`, virtual tables), `ANALYZE`, `REINDEX`;
 /// - `ATTACH` and `DETACH`;
-/// - `load_extension()` (extension loading is also off on the connection);
+/// - `load_extension()` (extension loading is also off on the connection) and
+///   `fts3_tokenizer()` (``refusedFunctions``);
 /// - transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`): the daemon
 ///   makes the transaction;
 /// - every pragma but the read-only ones in ``readablePragmas`` (schema introspection, with
@@ -36,6 +37,15 @@ struct StatementGuard {
         "page_count", "freelist_count", "journal_mode", "collation_list", "database_list",
     ])
 
+    /// Functions no app statement may call: `load_extension` loads a library, and
+    /// `fts3_tokenizer` reads and replaces a pointer inside SQLite (its two-argument form
+    /// works with a bound parameter whatever the connection's settings say).
+    static let refusedFunctions: Set<String> = ["load_extension", "fts3_tokenizer"]
+
+    /// Virtual tables no app statement may read: `sqlite_stmt` lists the statements of the
+    /// connection, which the daemon shares between the callers of an account, with their text.
+    static let refusedTables: Set<String> = ["sqlite_stmt"]
+
     static let schemaChange = "schema changes (CREATE, DROP, ALTER) are not allowed: the schema belongs to the bundle; ship a migration instead"
 
     var mode = Mode.query
@@ -53,10 +63,14 @@ struct StatementGuard {
     mutating func authorize(_ action: Int32, _ first: String?, _ second: String?, _ trigger: String?) -> Int32 {
         if mode == .daemon { return SQLITE_OK }
         switch action {
+        case SQLITE_READ where Self.refusedTables.contains((first ?? "").lowercased()):
+            return deny("reading \(first ?? "") is not allowed: it shows the daemon's connections, not the account's data")
         case SQLITE_SELECT, SQLITE_READ, SQLITE_RECURSIVE:
             return SQLITE_OK
         case SQLITE_FUNCTION:
-            if let name = second?.lowercased(), name == "load_extension" { return deny("load_extension() is not allowed") }
+            if let name = second?.lowercased(), Self.refusedFunctions.contains(name) {
+                return deny("\(name)() is not allowed: it loads code or reaches inside SQLite")
+            }
             return SQLITE_OK
         case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
             let table = first ?? ""

@@ -66,7 +66,11 @@ struct Migrator {
         } catch let error as DatabaseError {
             throw failure(ErrorText.of(error), from: fromVersion, resultCode: error.resultCode)
         }
-        return (ContinuousClock.now - started).milliseconds
+        let took = (ContinuousClock.now - started).milliseconds
+        // A migration may rewrite whole tables: its WAL is as large as the account. Put it
+        // into the file now and cut the WAL to nothing, rather than leave it on disk.
+        try? queue.inDatabase { db in Connections.truncateWAL(db) }
+        return took
     }
 
     /// Runs the pending migrations, checks, and records one history row per migration.

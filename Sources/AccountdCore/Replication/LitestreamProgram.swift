@@ -44,8 +44,19 @@ public struct LitestreamProgram: Sendable {
         return nil
     }
 
-    /// Runs the program with `arguments`, its standard input empty, and returns once it has
-    /// ended and both its outputs are read to their ends.
+    /// The environment Litestream runs with: this process's, without `AWS_CA_BUNDLE`.
+    /// Litestream 0.5's S3 client refuses to start when that variable is set ("unable to add
+    /// custom RootCAs HTTPClient"), and many machines set it for other programs. ``run(_:)``
+    /// starts every run with it (`.inherit.updating(["AWS_CA_BUNDLE": nil])`).
+    public static func environment(_ base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var environment = base
+        environment["AWS_CA_BUNDLE"] = nil
+        return environment
+    }
+
+    /// Runs the program with `arguments`, its standard input empty and its environment this
+    /// process's without `AWS_CA_BUNDLE` (``environment(_:)``), and returns once it has ended
+    /// and both its outputs are read to their ends.
     ///
     /// - Throws: ``AccountdError`` (`storage`) when the program cannot be found or started,
     ///   or prints more than ``outputLimit`` bytes on either output.
@@ -64,7 +75,8 @@ public struct LitestreamProgram: Sendable {
         let result: ExecutionResult<Void, StringOutput<UTF8>, StringOutput<UTF8>>
         do {
             result = try await Subprocess.run(
-                .path(FilePath(path)), arguments: Arguments(arguments), input: .none,
+                .path(FilePath(path)), arguments: Arguments(arguments),
+                environment: .inherit.updating(["AWS_CA_BUNDLE": nil]), input: .none,
                 output: .string(limit: Self.outputLimit), error: .string(limit: Self.outputLimit))
         } catch {
             throw AccountdError(.storage, "running \(path) failed: \(ErrorText.of(error))")

@@ -10,7 +10,8 @@ import GRDB
 /// SQLite's `integrity_check`), put in WAL mode, made durable, and linked into place with
 /// `link()`, which never replaces a file. An account that already has a file is refused
 /// before anything is touched; on every failure the staging file goes and the data root is
-/// as it was. The next switch opens (or migrates) the pulled file as usual.
+/// as it was. The next switch opens (or migrates) the pulled file as usual. A pull ends a
+/// handoff of the account from this host (``DataRoot/eraseHandoff(_:)``).
 public struct ReplicaPull: Sendable {
     public var root: DataRoot
     public var replica: ReplicaURL
@@ -132,6 +133,8 @@ public struct ReplicaPull: Sendable {
                 .accountExists, "account \(account) was created here while it was being pulled; nothing was replaced",
                 account: account.rawValue, file: path)
         }
+        // The account is back: a handoff of it from this host ends here.
+        try root.eraseHandoff(account)
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
     }
 

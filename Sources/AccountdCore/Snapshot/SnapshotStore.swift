@@ -38,7 +38,7 @@ struct SnapshotStore: Sendable {
     ///   a restore is about to copy back).
     func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
         do {
-            // Opened before the connection and closed after it (see ReadOnlyFile).
+            // Read through SQLite's file layer (see ReadOnlyFile): closing it takes no lock from a connection.
             let file = try ReadOnlyFile(source)
             defer { file.close() }
             let queue = try DatabaseQueue(
@@ -55,7 +55,7 @@ struct SnapshotStore: Sendable {
     /// what that transaction sees.
     ///
     /// - Parameters:
-    ///   - file: the account's file, opened before `source` (see ``ReadOnlyFile``).
+    ///   - file: the account's file, read through SQLite's file layer (see ``ReadOnlyFile``).
     ///   - protecting: snapshots retention must leave in place this time.
     ///   - reusingSameState: when the newest snapshot taken for the same `reason` at the same
     ///     version holds the same database as this copy (``SnapshotIdentity``), return it and

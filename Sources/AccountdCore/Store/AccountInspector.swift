@@ -41,8 +41,8 @@ enum AccountInspector {
     /// file the checks accepted and `usable` allows:
     ///
     /// - `then`, in the same read transaction, so that what it reads is the file as inspected.
-    ///   It also gets the descriptor the header was read from, open until after the
-    ///   connection closes. The store takes the snapshot before a migration here.
+    ///   It also gets the file the header was read from (a ``ReadOnlyFile``), to copy it.
+    ///   The store takes the snapshot before a migration here.
     /// - `afterwards`, when `then` returned a value, after that transaction, with the
     ///   connection if it is writable (nil if it is read-only). The store migrates here.
     ///
@@ -69,7 +69,7 @@ enum AccountInspector {
                 throw AccountdError.corrupt(account, path: path, "is empty (0 bytes), not an accountd account file")
             }
         }
-        // Opened before the connection and closed after it (the defers run in reverse order).
+        // Read through SQLite's file layer (see ReadOnlyFile): closing it takes no lock from a connection.
         let file = try ReadOnlyFile(path)
         defer { file.close() }
         guard let header = SQLiteHeader(try file.prefix(count: SQLiteHeader.size)) else {
@@ -152,7 +152,7 @@ enum AccountInspector {
         }
         let meta = try AccountRecords.meta(db)
         let bound = meta["account"].flatMap { String.fromDatabaseValue($0) }
-        if bound != account.rawValue {
+        if try !AccountRecords.isBound(db, to: account) {
             throw AccountdError.corrupt(
                 account, path: path,
                 "belongs to account \(bound.map { AccountName.quoted($0) } ?? "(none)"): it was renamed or copied from another account, and accountd will not use one account's data as another's")

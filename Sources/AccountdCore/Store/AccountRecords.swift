@@ -1,3 +1,4 @@
+import AccountdProtocol
 import GRDB
 
 /// The daemon's own records inside every account file, in tables named `accountd_*`.
@@ -84,6 +85,16 @@ enum AccountRecords {
             out[row["key"]] = row["value"] as DatabaseValue
         }
         return out
+    }
+
+    /// Whether the file's `account` record names `account`.
+    ///
+    /// `accountd_meta.value` is declared `ANY`, which in a table that is not STRICT has
+    /// numeric affinity: a name that reads as a number (`007`, `1e5`, `1.50`) is stored as that
+    /// number. The comparison is SQLite's own, under the same affinity, so such a name matches
+    /// the number it was stored as.
+    static func isBound(_ db: Database, to account: AccountName) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT value = ? FROM accountd_meta WHERE key = 'account'", arguments: [account.rawValue]) ?? false
     }
 
     static func applied(_ db: Database) throws -> [AppliedMigration] {

@@ -40,18 +40,24 @@ extension AccountStore {
     /// held: anything else is a programmer's mistake.
     ///
     /// Before `body`, an account whose folders under the data root are links is refused
-    /// with `accountCorrupt`, nothing changed (``DataRoot/refuseLinkedFolders(_:)``).
-    func underLock<T>(_ account: AccountName, holding hold: AccountHold?, _ body: () throws -> T) throws -> T {
+    /// with `accountCorrupt`, nothing changed (``DataRoot/refuseLinkedFolders(_:)``), and an
+    /// account handed off from this host with `accountMoved` (``DataRoot/refuseHandedOff(_:)``)
+    /// unless `allowingMoved` (what ends a handoff: a pull, a reclaiming restore, a purge).
+    /// The record is looked at under the lock, so no operation that waited for the lock
+    /// while the handoff held it goes on after it.
+    func underLock<T>(_ account: AccountName, holding hold: AccountHold?, allowingMoved: Bool = false, _ body: () throws -> T) throws -> T {
         if let hold {
             precondition(hold.account == account, "a hold of account \(hold.account) was passed for account \(account)")
             precondition(hold.locks === locks, "a hold of account \(account) from a store with other locks was passed")
             precondition(hold.isHeld, "a released hold of account \(account) was passed")
             try root.refuseLinkedFolders(account)
+            if !allowingMoved { try root.refuseHandedOff(account) }
             return try body()
         }
         let taken = try holdBlocking(account)
         defer { taken.release() }
         try root.refuseLinkedFolders(account)
+        if !allowingMoved { try root.refuseHandedOff(account) }
         return try body()
     }
 }

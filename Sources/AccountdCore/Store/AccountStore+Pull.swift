@@ -1,14 +1,39 @@
 import AccountdProtocol
 
 extension AccountStore {
+    /// Pulls `account` from a Litestream replica (``ReplicaPull``) under `hold`, in its three
+    /// steps: ``stagePull(_:with:holding:)`` on `blocking`, ``ReplicaPull/restore(_:)``
+    /// awaited (no thread waits for Litestream), ``finishPull(_:after:with:holding:)`` on
+    /// `blocking`; what was staged goes whatever fails. An account handed off from this host
+    /// may be pulled back; the pull ends the handoff.
+    ///
+    /// - Parameter hold: the account's hold, taken before and kept until this returns.
+    /// - Throws: what ``ReplicaPull/stage(_:)``, ``ReplicaPull/restore(_:)`` and
+    ///   ``ReplicaPull/finish(_:after:accept:)`` throw, `accountTooNew`.
+    public func pull(
+        _ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold, on blocking: some BlockingRunner
+    ) async throws -> ReplicaPull.Outcome {
+        let staged = try await blocking.run { try self.stagePull(account, with: puller, holding: hold) }
+        do {
+            let run = try await puller.restore(staged)
+            return try await blocking.run { try self.finishPull(staged, after: run, with: puller, holding: hold) }
+        } catch {
+            _ = try? await blocking.run { puller.discard(staged) }
+            throw error
+        }
+    }
+
     /// A pull's first step (``ReplicaPull/stage(_:)``) under the account's lock: blocking,
     /// files only. Then ``ReplicaPull/restore(_:)``, then ``finishPull(_:after:with:holding:)``
     /// or ``ReplicaPull/discard(_:)``, all under the same hold.
     ///
+    /// An account handed off from this host may be pulled back: both steps run on a handed-off
+    /// account, and ``ReplicaPull/finish(_:after:accept:)`` ends the handoff.
+    ///
     /// - Parameter hold: the account's hold, taken before.
     /// - Throws: what ``ReplicaPull/stage(_:)`` throws.
     public func stagePull(_ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold) throws -> ReplicaPull.Staged {
-        try underLock(account, holding: hold) {
+        try underLock(account, holding: hold, allowingMoved: true) {
             known.withLock { $0[account] = nil }
             return try puller.stage(account)
         }
@@ -21,12 +46,38 @@ extension AccountStore {
     public func finishPull(
         _ staged: ReplicaPull.Staged, after run: LitestreamProgram.Run, with puller: ReplicaPull, holding hold: AccountHold
     ) throws -> ReplicaPull.Outcome {
-        try underLock(staged.account, holding: hold) {
+        try underLock(staged.account, holding: hold, allowingMoved: true) {
             known.withLock { $0[staged.account] = nil }
             return try puller.finish(staged, after: run) { version, lastCompatible in
                 let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
                 guard isUsable(facts) else { throw tooNew(staged.account, facts) }
             }
+        }
+    }
+}
+
+extension AccountStore {
+    /// Writes the record that `account` is handed off from this host (``DataRoot/recordHandoff(_:replica:at:)``),
+    /// under the account's lock, after checking that it has a file here.
+    ///
+    /// A handoff that a crash interrupted (the record written, the file still here) may be run
+    /// again: the record is written afresh and the handoff goes on.
+    ///
+    /// - Returns: whether the account was recorded as handed off already (an interrupted handoff).
+    /// - Throws: `accountMoved` when it was handed off and its file is gone, `accountNotFound`,
+    ///   `accountCorrupt` (a link), `accountBusy`, `storage`.
+    @discardableResult
+    public func recordHandoff(_ account: AccountName, replica: String, holding hold: AccountHold? = nil) throws -> Bool {
+        try underLock(account, holding: hold, allowingMoved: true) {
+            let path = root.accountPath(account)
+            let already = root.isHandedOff(account)
+            guard case .regularFile = FileSystem.entry(at: path) else {
+                if already { try root.refuseHandedOff(account) }
+                throw AccountdError(
+                    .accountNotFound, "account \(account) has no file here to hand off", account: account.rawValue, file: path)
+            }
+            try root.recordHandoff(account, replica: replica)
+            return already
         }
     }
 }

@@ -25,10 +25,22 @@ extension AccountStore {
     /// - Throws: ``AccountdError``: `accountNotFound` when there is nothing of the account to
     ///   remove, `accountCorrupt` when its file or a folder of it is a link, `accountBusy`,
     ///   `storage`, or what `prepare` throws.
+    ///
+    /// A purge of an account handed off from this host erases the record of the handoff
+    /// too; a removal without purge of such an account is refused (`accountMoved`), unless
+    /// `handingOff` (the handoff itself, which wrote the record under the same lock).
     public func remove(
-        _ account: AccountName, purge: Bool, holding hold: AccountHold? = nil, prepare: () throws -> Void = {}
+        _ account: AccountName, purge: Bool, handingOff: Bool = false, holding hold: AccountHold? = nil, prepare: () throws -> Void = {}
     ) throws -> RemoveOutcome {
-        try underLock(account, holding: hold) {
+        try underLock(account, holding: hold, allowingMoved: purge || handingOff) {
+            let onlyTheRecord = try purge && root.isHandedOff(account) && FileSystem.entry(at: root.accountPath(account)) == .missing
+                && root.snapshotFolder(account) == nil
+            if onlyTheRecord {
+                // Nothing of it is left here but the record: the purge erases that.
+                try prepare()
+                try root.eraseHandoff(account)
+                return RemoveOutcome(account: account, purged: true, snapshot: nil, snapshotsErased: 0)
+            }
             let path = root.accountPath(account)
             let accounts = try root.accountsFolder(for: account)
             let file = account.rawValue + ".sqlite"
@@ -57,6 +69,7 @@ extension AccountStore {
             var outcome = RemoveOutcome(account: account, purged: purge, snapshot: nil, snapshotsErased: 0)
             if purge {
                 outcome.snapshotsErased = try purging.run(accounts: accounts)
+                try root.eraseHandoff(account)
                 return outcome
             }
             let readable = (try? AccountInspector.inspect(path: path, account: account, deep: false)) != nil

@@ -39,51 +39,79 @@ extension AccountStore {
     /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
     /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
     ///   not a sound copy of this account, `accountBusy`, `storage`.
+    ///
+    /// An account handed off from this host is refused (`accountMoved`) unless `reclaim`:
+    /// then the restore ends the handoff here (``DataRoot/eraseHandoff(_:)``), once the file
+    /// is in place.
     public func restore(
-        _ account: AccountName, snapshot name: String?, holding hold: AccountHold? = nil
+        _ account: AccountName, snapshot name: String?, reclaim: Bool = false, holding hold: AccountHold? = nil
     ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
-        try underLock(account, holding: hold) {
-            known.withLock { $0[account] = nil }
-            let path = root.accountPath(account)
-            // A link in the account's place is refused as every method refuses it, before any copy.
-            if case .symlink = FileSystem.entry(at: path) {
-                throw AccountdError.corrupt(
-                    account, path: path,
-                    "is a symbolic link; accountd never follows links inside the data root and restores nothing over one. Remove the link, then restore again")
-            }
+        try underLock(account, holding: hold, allowingMoved: reclaim) {
             let chosen = try snapshots.find(account, name: name)
-            _ = try AccountInspector.inspect(path: chosen.path, account: account, deep: true, busy: options.lockTimeout)
-            var saved: SnapshotInfo?
-            var inPlace = false
-            if FileSystem.exists(path) {
-                if (try? AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)) != nil {
-                    saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: [chosen.name])
-                    inPlace = true
-                } else {
-                    saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable", protecting: [chosen.name])
-                }
-            }
-            let temp = root.stagingPath(account, .restoring)
-            // Whatever an interrupted restore left there (a file, a folder, a link) goes, unfollowed.
-            try root.clearStaging(account, .restoring)
-            do {
-                try ReadOnlyFile(chosen.path).copy(to: temp)
-                try Self.useWAL(temp)
-                if inPlace {
-                    try Self.write(temp, into: path, account: account)
-                    try FileSystem.removeWithCompanions(temp)
-                }
-            } catch {
-                try? root.clearStaging(account, .restoring)
-                throw error
-            }
-            if !inPlace {
-                for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
-                try FileSystem.durableRename(temp, to: path)
-            }
+            let saved = try replaceContent(of: account, with: chosen.path, protecting: [chosen.name])
+            // The account is back on this host by the operator's explicit choice.
+            if reclaim { try root.eraseHandoff(account) }
             // The restored snapshot stays listed: the list is what it was plus the saved copy.
             return (chosen, saved)
         }
+    }
+
+    /// Replaces the account's content with the account file at `source` (a copy restored from
+    /// the replica as it was at some time): the same path as a snapshot restore
+    /// (``restore(_:snapshot:holding:)``), with a `before-restore` snapshot of the current file
+    /// first. `source` itself is only read.
+    ///
+    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
+    /// - Returns: the snapshot taken of the file it replaced; nil when there was no file.
+    /// - Throws: ``AccountdError``: `accountCorrupt` when `source` is not a sound file of this
+    ///   account, `accountBusy`, `storage`; the account is then unchanged.
+    public func restore(_ account: AccountName, copy source: String, holding hold: AccountHold? = nil) throws -> SnapshotInfo? {
+        try underLock(account, holding: hold) {
+            try replaceContent(of: account, with: source, protecting: [])
+        }
+    }
+
+    /// The body of both restores, under the account's lock: checks `source`, saves the current
+    /// file as a snapshot, and writes `source`'s content into the account file.
+    func replaceContent(of account: AccountName, with source: String, protecting: Set<String>) throws -> SnapshotInfo? {
+        known.withLock { $0[account] = nil }
+        let path = root.accountPath(account)
+        // A link in the account's place is refused as every method refuses it, before any copy.
+        if case .symlink = FileSystem.entry(at: path) {
+            throw AccountdError.corrupt(
+                account, path: path,
+                "is a symbolic link; accountd never follows links inside the data root and restores nothing over one. Remove the link, then restore again")
+        }
+        _ = try AccountInspector.inspect(path: source, account: account, deep: true, busy: options.lockTimeout)
+        var saved: SnapshotInfo?
+        var inPlace = false
+        if FileSystem.exists(path) {
+            if (try? AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)) != nil {
+                saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: protecting)
+                inPlace = true
+            } else {
+                saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable", protecting: protecting)
+            }
+        }
+        let temp = root.stagingPath(account, .restoring)
+        // Whatever an interrupted restore left there (a file, a folder, a link) goes, unfollowed.
+        try root.clearStaging(account, .restoring)
+        do {
+            try ReadOnlyFile(source).copy(to: temp)
+            try Self.useWAL(temp)
+            if inPlace {
+                try Self.write(temp, into: path, account: account)
+                try FileSystem.removeWithCompanions(temp)
+            }
+        } catch {
+            try? root.clearStaging(account, .restoring)
+            throw error
+        }
+        if !inPlace {
+            for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
+            try FileSystem.durableRename(temp, to: path)
+        }
+        return saved
     }
 
     /// Writes the database at `source` into the account file at `path` with SQLite's backup

@@ -70,6 +70,11 @@ public struct DataRoot: Sendable {
         case restoring
         /// A copy being restored from a Litestream replica (``ReplicaPull``).
         case pulling
+        /// The replica's state at a past time, before it is written into the account
+        /// (``ReplicaTimeTravel``).
+        case rewinding
+        /// A file being imported (``AccountImport``).
+        case importing
     }
 
     /// `accounts/.<account>.sqlite.<staging>`: a name no account can have (it begins with `.`).

@@ -12,7 +12,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
             case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy, accountActive
-            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists
+            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists, accountMoved
         }
         private let code: Code
         private init(_ code: Code) { self.code = code }
@@ -37,6 +37,9 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         public static let snapshotNotFound = Kind(.snapshotNotFound)
         /// The account already has a file here, and the operation (a pull) would replace it.
         public static let accountExists = Kind(.accountExists)
+        /// The account was handed off from this host (`Remove {handoff}`) and is served
+        /// elsewhere until it is pulled back.
+        public static let accountMoved = Kind(.accountMoved)
         /// The filesystem or SQLite failed in a way that is not the file's fault (disk full, permissions).
         public static let storage = Kind(.storage)
 
@@ -54,6 +57,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
             case .migrationFailed: .migrationFailed
             case .snapshotNotFound: .snapshotNotFound
             case .accountExists: .accountExists
+            case .accountMoved: .accountMoved
             case .invalidBundle, .storage: .internalError
             }
         }

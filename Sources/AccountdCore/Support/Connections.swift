@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// How accountd configures its SQLite connections, in one place.
-enum Connections {
+public enum Connections {
     /// A bundle's `template.sqlite`, opened as an input that nothing writes: read-only and
     /// `immutable=1` (a URI filename; Debian's SQLite takes URIs everywhere), so SQLite
     /// makes no `-shm` or `-wal` beside it whatever the file's journal mode, and works in a
@@ -36,9 +37,34 @@ enum Connections {
         if !readonly {
             config.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA journal_size_limit = \(walSizeLimit.load(ordering: .relaxed))")
             }
         }
         return config
+    }
+
+    /// The size a write-ahead log is cut back to each time SQLite starts it over after a
+    /// checkpoint (`PRAGMA journal_size_limit` on every writable connection), in bytes:
+    /// `accounts.walMaxBytes`, default 64 MiB. Without it a WAL keeps the size of the
+    /// largest transaction it ever held (a table rebuild of a 100 MB account leaves a
+    /// 200 MB WAL) for as long as a connection keeps the file open.
+    static let walSizeLimit = Atomic<Int>(defaultWALSizeLimit)
+    /// `accounts.walMaxBytes`'s default: 64 MiB.
+    public static let defaultWALSizeLimit = 64 << 20
+
+    /// Sets ``walSizeLimit`` for the connections opened from now on (`accounts.walMaxBytes`).
+    public static func limitWAL(toBytes bytes: Int) {
+        walSizeLimit.store(max(bytes, 0), ordering: .relaxed)
+    }
+
+    /// Checkpoints the WAL into the file and truncates it to nothing, if no reader is in the
+    /// way right now: it never waits (a reader elsewhere leaves the WAL as it is, and
+    /// ``walSizeLimit`` cuts it back at a later checkpoint). Best effort: a failure changes nothing.
+    static func truncateWAL(_ db: Database) {
+        guard let timeout = try? Int.fetchOne(db, sql: "PRAGMA busy_timeout") else { return }
+        try? db.execute(sql: "PRAGMA busy_timeout = 0")
+        _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        try? db.execute(sql: "PRAGMA busy_timeout = \(timeout)")
     }
 
     /// How long a connection waits for another process's lock when nothing says otherwise.

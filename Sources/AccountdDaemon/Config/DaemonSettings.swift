@@ -45,6 +45,13 @@ public struct DaemonSettings: Sendable {
     /// the core count, so that some accounts' flushes overlap the others' work). The blocking pool
     /// has a thread more for each.
     public var migrateConcurrency: Int
+    /// The size a WAL is cut back to whenever SQLite starts it over after a checkpoint, in
+    /// bytes (`accounts.walMaxBytes`, default 64 MiB; SQLite's `journal_size_limit`). A
+    /// migration's WAL is checkpointed and truncated when it commits, whatever this says.
+    public var walMaxBytes: Int = Connections.defaultWALSizeLimit
+    /// Label `accountd_active_account` with the account's name (`metrics.accountLabels`,
+    /// default false): one series per account that was ever active, so off on fleets.
+    public var metricsAccountLabels = false
     /// Admin peers by uid, besides root and the daemon's own uid (`admin.users`).
     public var adminUsers: [UInt32]
     /// Admin peers by group id (`admin.groups`).

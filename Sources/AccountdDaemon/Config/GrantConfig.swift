@@ -56,12 +56,16 @@ enum GrantConfig {
         let subject: AccessGrant.Subject
         switch (user, group) {
         case (let user?, nil):
-            guard let uid = id(user, lookup: { getpwnam($0).map { $0.pointee.pw_uid } }) else {
+            let found: UInt32?
+            do { found = try NameOrID.resolve(user, kind: "user", lookup: { getpwnam($0).map { $0.pointee.pw_uid } }) } catch { throw failure(error.message) }
+            guard let uid = found else {
                 throw failure("no such user '\(user)'; name an existing user or give a numeric uid")
             }
             subject = .user(uid)
         case (nil, let group?):
-            guard let gid = id(group, lookup: { getgrnam($0).map { $0.pointee.gr_gid } }) else {
+            let found: UInt32?
+            do { found = try NameOrID.resolve(group, kind: "group", lookup: { getgrnam($0).map { $0.pointee.gr_gid } }) } catch { throw failure(error.message) }
+            guard let gid = found else {
                 throw failure("no such group '\(group)'; name an existing group or give a numeric gid")
             }
             subject = .group(gid)
@@ -84,12 +88,6 @@ enum GrantConfig {
             throw failure("a grant needs access: read or write")
         }
         return AccessGrant(subject: subject, accounts: accounts, level: level)
-    }
-
-    /// A numeric id, or the id of a name as `lookup` finds it.
-    private static func id(_ text: String, lookup: (String) -> UInt32?) -> UInt32? {
-        let text = text.trimmingCharacters(in: .whitespaces)
-        return UInt32(text) ?? (text.isEmpty ? nil : lookup(text))
     }
 
     private static func isPatternCharacter(_ scalar: Unicode.Scalar) -> Bool {

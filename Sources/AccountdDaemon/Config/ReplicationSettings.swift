@@ -17,11 +17,50 @@ public struct ReplicationSettings: Sendable, Equatable {
     /// default `litestream` on `PATH`).
     public var program: String
 
-    public init(replica: ReplicaURL, syncIntervalSeconds: Double = 1, configPath: String, program: String = "litestream") {
+    /// Litestream's own tuning, written into its configuration; nil leaves Litestream's default.
+    public struct Tuning: Sendable, Equatable {
+        /// How long the replica keeps snapshots and changes (`replication.litestream.retentionHours`,
+        /// Litestream's `snapshot.retention`, 24 h by default): how far back `Restore --at` reaches.
+        public var retentionHours: Double?
+        /// How often Litestream writes a full snapshot to the replica
+        /// (`replication.litestream.snapshotIntervalHours`, its `snapshot.interval`).
+        public var snapshotIntervalHours: Double?
+        /// Where Litestream serves its Prometheus metrics (`replication.litestream.metricsAddress`,
+        /// HOST:PORT, its `addr`); unset serves none.
+        public var metricsAddress: String?
+
+        public init(retentionHours: Double? = nil, snapshotIntervalHours: Double? = nil, metricsAddress: String? = nil) {
+            self.retentionHours = retentionHours
+            self.snapshotIntervalHours = snapshotIntervalHours
+            self.metricsAddress = metricsAddress
+        }
+    }
+
+    /// What creating an account does when the replica already holds one of that name
+    /// (`replication.litestream.onCreate`).
+    public enum OnCreate: String, Sendable, Equatable {
+        /// Refuse, naming `accountctl pull` (the default): a new empty file would become the
+        /// replica's newest state within a second and hide the one there.
+        case refuse
+        /// Pull the replica's copy instead, then open it.
+        case pull
+    }
+
+    /// Litestream's tuning.
+    public var tuning: Tuning
+    /// What creating an account the replica holds does.
+    public var onCreate: OnCreate
+
+    public init(
+        replica: ReplicaURL, syncIntervalSeconds: Double = 1, configPath: String, program: String = "litestream", tuning: Tuning = Tuning(),
+        onCreate: OnCreate = .refuse
+    ) {
         self.replica = replica
         self.syncIntervalSeconds = syncIntervalSeconds
         self.configPath = configPath
         self.program = program
+        self.tuning = tuning
+        self.onCreate = onCreate
     }
 
     /// Litestream's control socket, which the written configuration turns on: `litestream.sock`

@@ -39,6 +39,8 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("accounts.snapshotMaxAgeDays", \.snapshotMaxAgeDays, reload: true)
         compare("accounts.checkIntegrityOnOpen", \.checkIntegrityOnOpen, reload: true)
         compare("accounts.migrateConcurrency", \.migrateConcurrency, reload: false)
+        compare("accounts.walMaxBytes", \.walMaxBytes, reload: true)
+        compare("metrics.accountLabels", \.metricsAccountLabels, reload: false)
         compare("admin.users", \.adminUsers, reload: true)
         compare("admin.groups", \.adminGroups, reload: true)
         compare("access.grants", \.grants, reload: true) { $0.isEmpty ? "none" : $0.map(\.description).joined(separator: "; ") }
@@ -70,6 +72,7 @@ extension DaemonSettings {
         settings.snapshotsToKeep = new.snapshotsToKeep
         settings.snapshotMaxAgeDays = new.snapshotMaxAgeDays
         settings.checkIntegrityOnOpen = new.checkIntegrityOnOpen
+        settings.walMaxBytes = new.walMaxBytes
         settings.adminUsers = new.adminUsers
         settings.adminGroups = new.adminGroups
         settings.grants = new.grants

@@ -18,12 +18,15 @@ enum SettingKeys {
         "requests.maxBytes",
         "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
-        "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency",
+        "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency", "accounts.walMaxBytes",
+        "metrics.accountLabels",
         "admin.users", "admin.groups",
         "access.grants",
         "preferences.groupCommit",
         "replication.litestream.replica", "replication.litestream.syncIntervalSeconds",
         "replication.litestream.config", "replication.litestream.program",
+        "replication.litestream.retentionHours", "replication.litestream.snapshotIntervalHours",
+        "replication.litestream.metricsAddress", "replication.litestream.onCreate",
     ]
 
     /// The section whose keys are names of the operator's choosing (see ``NamespaceConfig``).

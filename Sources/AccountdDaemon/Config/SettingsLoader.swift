@@ -142,6 +142,8 @@ public struct SettingsLoader: Sendable {
             "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
             "accounts.snapshotMaxAgeDays": .init(.int(0), isSecret: false),
             "accounts.checkIntegrityOnOpen": .init(.bool(true), isSecret: false),
+            "accounts.walMaxBytes": .init(.int(Connections.defaultWALSizeLimit), isSecret: false),
+            "metrics.accountLabels": .init(.bool(false), isSecret: false),
             "accounts.migrateConcurrency": .init(.int(min(4 * ProcessInfo.processInfo.activeProcessorCount, 64)), isSecret: false),
             "admin.users": .init(.stringArray([]), isSecret: false),
             "admin.groups": .init(.stringArray([]), isSecret: false),
@@ -152,6 +154,7 @@ public struct SettingsLoader: Sendable {
             "limits.queryMaxRows": .init(.int(10_000), isSecret: false),
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
+            "replication.litestream.onCreate": .init(.string("refuse"), isSecret: false),
         ]
     }
 
@@ -161,6 +164,7 @@ public struct SettingsLoader: Sendable {
         let mode = try socketMode(reader)
         let timeout = try reader.seconds("accounts.lockTimeoutSeconds", Self.lockTimeoutRange)
         let checkIntegrity = try reader.bool("accounts.checkIntegrityOnOpen")
+        let accountLabels = try reader.bool("metrics.accountLabels")
         let groupCommit = try reader.bool("preferences.groupCommit")
         let idleTimeout = try reader.seconds("limits.idleTimeoutSeconds", Self.idleTimeoutRange)
         let socketPath = try absolute(reader.string("socket.path"))
@@ -188,6 +192,8 @@ public struct SettingsLoader: Sendable {
             snapshotMaxAgeDays: try reader.int("accounts.snapshotMaxAgeDays", 0...36_500),
             checkIntegrityOnOpen: checkIntegrity,
             migrateConcurrency: try reader.int("accounts.migrateConcurrency", 1...64),
+            walMaxBytes: try reader.int("accounts.walMaxBytes", 0...(1 << 40)),
+            metricsAccountLabels: accountLabels,
             adminUsers: try reader.ids("admin.users", lookup: { name in getpwnam(name).map { $0.pointee.pw_uid } }),
             adminGroups: try reader.ids("admin.groups", lookup: { name in getgrnam(name).map { $0.pointee.gr_gid } }),
             grants: grants,
@@ -224,10 +230,31 @@ public struct SettingsLoader: Sendable {
         }
         let interval = try reader.seconds("replication.litestream.syncIntervalSeconds", Self.syncIntervalRange)
         let configDefault = (runtimeDirectory ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"
+        let tuning = try litestreamTuning(reader)
+        let onCreateText = try reader.string("replication.litestream.onCreate")
+        guard let onCreate = ReplicationSettings.OnCreate(rawValue: onCreateText) else {
+            throw Failure(
+                description: "setting replication.litestream.onCreate is '\(onCreateText.prefix(40))'; it must be refuse (the default) or pull")
+        }
         return ReplicationSettings(
             replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
             configPath: absolute(reader.optionalString("replication.litestream.config") ?? configDefault),
-            program: try reader.string("replication.litestream.program"))
+            program: try reader.string("replication.litestream.program"), tuning: tuning, onCreate: onCreate)
+    }
+
+    /// `replication.litestream.retentionHours`, `snapshotIntervalHours` and `metricsAddress`:
+    /// each optional, unset leaving Litestream's own default.
+    private func litestreamTuning(_ reader: SettingsReader) throws -> ReplicationSettings.Tuning {
+        var tuning = ReplicationSettings.Tuning()
+        tuning.retentionHours = try reader.hours("replication.litestream.retentionHours", Self.litestreamHoursRange)
+        tuning.snapshotIntervalHours = try reader.hours("replication.litestream.snapshotIntervalHours", Self.litestreamHoursRange)
+        if let address = reader.optionalString("replication.litestream.metricsAddress"), !address.isEmpty {
+            guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port) else {
+                throw Failure(description: "setting replication.litestream.metricsAddress is '\(address)'; give HOST:PORT, e.g. 127.0.0.1:9090")
+            }
+            tuning.metricsAddress = address
+        }
+        return tuning
     }
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.
@@ -240,6 +267,8 @@ public struct SettingsLoader: Sendable {
     /// carries it in whole milliseconds (``LitestreamConfig/duration(_:)``), and a shorter one
     /// would be written `0s`, which Litestream refuses.
     static let syncIntervalRange: ClosedRange<Double> = 0.001...3600
+    /// `replication.litestream.retentionHours` and `snapshotIntervalHours`: a minute to ten years.
+    static let litestreamHoursRange: ClosedRange<Double> = (1.0 / 60)...87_600
     /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
     static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
 

@@ -64,10 +64,24 @@ struct SettingsReader {
         }
         // An empty list, or an empty item ("a,,b" in the environment), names no one.
         return try names.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { name in
-            if let id = UInt32(name) { return id }
-            guard let id = lookup(name) else { throw SettingsLoader.Failure(description: "setting \(key): no such user or group '\(name)'") }
+            let found: UInt32?
+            do { found = try NameOrID.resolve(name, kind: "user or group", lookup: lookup) } catch {
+                throw SettingsLoader.Failure(description: "setting \(key): \((error as? NameOrID.Ambiguous)?.message ?? "\(error)")")
+            }
+            guard let id = found else { throw SettingsLoader.Failure(description: "setting \(key): no such user or group '\(name)'") }
             return id
         }
+    }
+
+    /// An optional number of hours within `range`; nil when no source gives it.
+    func hours(_ key: ConfigKey, _ range: ClosedRange<Double>) throws -> Double? {
+        guard reader.string(forKey: key) != nil || reader.double(forKey: key) != nil else { return nil }
+        guard let value = reader.double(forKey: key), value.isFinite, range.contains(value) else {
+            let given = reader.double(forKey: key).map(Self.text) ?? reader.string(forKey: key).map { "'\($0.prefix(40))'" } ?? "not a number"
+            throw SettingsLoader.Failure(
+                description: "setting \(key) is \(given); it must be a number of hours from 0.0167 (a minute) to \(Self.text(range.upperBound))")
+        }
+        return value
     }
 
     /// `30` for 30.0, `0.5` for 0.5, `1e+300`, `inf`: a number as a person writes it.

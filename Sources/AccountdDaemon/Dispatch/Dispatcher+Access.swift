@@ -29,7 +29,7 @@ extension Dispatcher {
             return (.read(account), command)
         case .switchAccount(let account, _), .snapshot(let account, _):
             return (.write(account), command)
-        case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull:
+        case .verify, .plan, .snapshots, .restore, .remove, .migrate, .pull, .importAccount:
             return (.admin, command)
         case .get(let key), .delete(let key), .set(let key, _):
             return try preferenceNeed(command, namespace: key.namespace, account: key.account, peer: peer)

@@ -8,7 +8,9 @@ extension Dispatcher {
             try await writer.send(Reply(services.switching.daemonStatus(for: peer.uid)))
             return
         }
-        try await writer.send(Reply(AccountStatusReply(try await services.switching.accountStatus(account))))
+        var reply = AccountStatusReply(try await services.switching.accountStatus(account))
+        if reply.exists { reply.disk = try await services.switching.diskUse(account) }
+        try await writer.send(Reply(reply))
     }
 
     /// `List`: the accounts `peer` may read (every one for an admin).
@@ -40,21 +42,27 @@ extension Dispatcher {
         try await writer.send(Reply(reply))
     }
 
-    /// Migrates the accounts `migrateConcurrency` at a time, staged as `rollout` says;
-    /// with `more`, one reply per account as each finishes. A failed account stops the
-    /// others only through the rollout's bounds; the accounts then not begun are `skipped`.
+    /// Migrates the accounts `migrateConcurrency` at a time, staged as `rollout` says (its
+    /// canary accounts first, its excluded ones left out, missing ones created with
+    /// `create`, or the release rolled back with `rollbackTo`); with `more`, one reply per
+    /// account as each finishes. A failed account stops the others only through the
+    /// rollout's bounds; the accounts then not begun are `skipped`.
     func migrate(_ target: MigrateTarget, rollout: MigrateRollout, more: Bool, writer: ReplyWriter) async throws {
         let switching = services.switching
-        let accounts: [AccountName] =
+        if let version = rollout.rollbackTo { try RollBack.check(to: version, bundleVersion: services.stores.current.targetVersion) }
+        let named: [AccountName] =
             switch target {
             case .all: try await switching.accountNames()
             case .accounts(let names): names
             }
+        let (accounts, canary) = rollout.ordered(named)
+        var staged = rollout
+        staged.canary = canary
         try await writer.flush()
 
         var results: [MigrateResult] = []
         var tally = MigrateTally(count: accounts.count)
-        var gate = RolloutGate(rollout, concurrency: max(1, migrateConcurrency))
+        var gate = RolloutGate(staged, concurrency: max(1, migrateConcurrency))
         var pending = accounts[...]
         // A result goes out as soon as it is known; the skipped ones, known all at once, together.
         func report(_ result: MigrateResult, now: Bool = true) async throws {
@@ -71,7 +79,7 @@ extension Dispatcher {
             func startWhatMay() {
                 while gate.mayStart, let account = pending.popFirst() {
                     gate.started()
-                    group.addTask { await dispatcher.migrateOne(account, with: switching) }
+                    group.addTask { await dispatcher.migrateOne(account, rollout: rollout, with: switching) }
                 }
             }
             startWhatMay()
@@ -92,13 +100,21 @@ extension Dispatcher {
     /// How many accounts a `Migrate` takes before the memory it freed is handed back to the system.
     static let trimAfter = 1000
 
-    /// Migrates one account for `Migrate`: its result, a failure included.
-    private func migrateOne(_ account: AccountName, with switching: SwitchService) async -> MigrateResult {
+    /// Migrates (creates, or rolls back) one account for `Migrate`: its result, a failure included.
+    private func migrateOne(_ account: AccountName, rollout: MigrateRollout, with switching: SwitchService) async -> MigrateResult {
         do {
-            let outcome = try await switching.migrateOne(account)
+            if let version = rollout.rollbackTo {
+                return try await RollBack(maintenance: services.maintenance, logger: logger).account(account, to: version)
+            }
+            let outcome = try await switching.migrateOne(account, create: rollout.create)
+            let result =
+                switch outcome.action {
+                case .migrated: "migrated"
+                case .created: "created"
+                case .opened: "current"
+                }
             return MigrateResult(
-                account: account.rawValue,
-                outcome: .done(result: outcome.action == .migrated ? "migrated" : "current", fromVersion: outcome.fromVersion, version: outcome.version))
+                account: account.rawValue, outcome: .done(result: result, fromVersion: outcome.fromVersion, version: outcome.version))
         } catch {
             let reply = reply(for: error, method: .migrate)
             return MigrateResult(account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))

@@ -7,20 +7,33 @@ extension Dispatcher {
         try await writer.send(Reply(SnapshotList(account: account.rawValue, snapshots: snapshots.map(SnapshotEntry.init))))
     }
 
-    func restore(_ account: AccountName, snapshot: String?, writer: ReplyWriter) async throws {
-        let done = try await services.maintenance.restore(account, snapshot: snapshot)
+    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false, writer: ReplyWriter) async throws {
+        let done = try await services.maintenance.restore(account, snapshot: snapshot, reclaim: reclaim)
         let reply = RestoreReply(
             account: account.rawValue, restored: SnapshotEntry(done.restored), saved: done.saved.map(SnapshotEntry.init),
             reopened: done.reopened)
         try await writer.send(Reply(reply))
     }
 
+    /// `Restore {account, at}`: the account as the replica had it then, with `restoredFrom` and
+    /// the time the restored state has.
+    func restore(_ account: AccountName, at: ReplicaTime, reclaim: Bool = false, writer: ReplyWriter) async throws {
+        let done = try await services.maintenance.restore(account, at: at, reclaim: reclaim)
+        let reply = RestoreReply(
+            account: account.rawValue, restored: done.restored, saved: done.saved.map(SnapshotEntry.init), reopened: done.reopened,
+            restoredFrom: "replica", at: done.at)
+        try await writer.send(Reply(reply))
+    }
+
     /// `Remove {account, purge?}`: `{account, purged, snapshot?}`, the snapshot being the
     /// final `before-remove` copy (left out after a purge).
-    func remove(_ account: AccountName, purge: Bool, writer: ReplyWriter) async throws {
-        let outcome = try await services.maintenance.remove(account, purge: purge)
+    /// With `handoff`, the reply says `handoff: true`.
+    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false, writer: ReplyWriter) async throws {
+        let outcome = try await services.maintenance.remove(account, purge: purge, handoff: handoff)
         try await writer.send(
-            Reply(RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init))))
+            Reply(
+                RemoveReply(
+                    account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff)))
     }
 
     /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals.

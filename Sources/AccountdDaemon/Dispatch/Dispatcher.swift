@@ -236,24 +236,34 @@ struct Dispatcher: Sendable {
             try await writer.send(Reply(PlanReply(try await services.maintenance.plan(account))))
         case .snapshots(let account):
             try await snapshots(account, writer: writer)
-        case .restore(let account, let snapshot):
-            try await restore(account, snapshot: snapshot, writer: writer)
+        case .restore(let account, let snapshot, let at, let reclaim):
+            if let at {
+                try await restore(account, at: at, reclaim: reclaim, writer: writer)
+            } else {
+                try await restore(account, snapshot: snapshot, reclaim: reclaim, writer: writer)
+            }
         case .snapshot(let account, let label):
             try await writer.send(Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))))
-        case .remove(let account, let purge):
-            try await remove(account, purge: purge, writer: writer)
+        case .remove(let account, let purge, let handoff):
+            try await remove(account, purge: purge, handoff: handoff, writer: writer)
         case .get, .keys:
             try await writer.send(try await read(call.command))
         case .set, .delete:
             try await writer.send(try await change(call.command))
         case .metrics:
             let services = services
+            // The replication gauges, read now (through the shared look-up, within its deadline).
+            if services.replication.settings.current != nil {
+                services.metrics.replication(try await services.maintenance.replication())
+            }
             let text = try await services.pool.run { services.metricsText() }
             try await writer.send(Reply(MetricsReply(text: metricsText(text, for: call.peer))))
         case .replication:
             try await writer.send(Reply(try await services.maintenance.replication(include: readable(by: call.peer))))
-        case .pull(let account):
-            try await writer.send(Reply(try await services.maintenance.pull(account)))
+        case .pull(let account, let replica):
+            try await writer.send(Reply(try await services.maintenance.pull(account, replica: replica)))
+        case .importAccount(let account, let path, let rebind):
+            try await writer.send(Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)))
         case .query(let account, let statement, let maxRows):
             try await query(account, statement, maxRows: maxRows, more: call.more, writer: writer)
         case .execute(let account, let statements):

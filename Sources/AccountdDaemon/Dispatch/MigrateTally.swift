@@ -17,6 +17,7 @@ struct MigrateTally {
     func summary(stopped: MigrateSummary.Stop?, results: [MigrateResult]?) -> MigrateSummary {
         MigrateSummary(
             count: count, migrated: byResult["migrated"] ?? 0, current: byResult["current"] ?? 0, failed: byResult["failed"] ?? 0,
-            skipped: byResult["skipped"] ?? 0, stopped: stopped, results: results)
+            skipped: byResult["skipped"] ?? 0, stopped: stopped, results: results, created: byResult["created"] ?? 0,
+            restored: byResult["restored"] ?? 0)
     }
 }

@@ -58,3 +58,12 @@ extension ExportTotals {
         }
     }
 }
+
+extension DiskUseInfo {
+    /// The reply's form of what an account takes on disk.
+    init(_ use: AccountDiskUse) {
+        self.init(
+            fileBytes: use.fileBytes, walBytes: use.walBytes, snapshotBytes: use.snapshotBytes, snapshots: use.snapshotCount,
+            litestreamBytes: use.litestreamBytes)
+    }
+}

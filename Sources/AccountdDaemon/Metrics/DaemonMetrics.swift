@@ -31,7 +31,19 @@ final class DaemonMetrics: Sendable {
         static let connectionsAccepted = "accountd_connections_accepted_total"
         static let connectionsRefused = "accountd_connections_refused_total"
         static let activeAccount = "accountd_active_account"
+        static let activeAccounts = "accountd_active_accounts"
         static let accounts = "accountd_accounts"
+        static let replicationLag = "accountd_replication_lag_seconds"
+        static let replicationAccounts = "accountd_replication_accounts"
+        static let replicationUp = "accountd_replication_litestream_up"
+        static let up = "accountd_up"
+        static let bundleVersion = "accountd_bundle_version"
+        static let accountsByState = "accountd_accounts_by_state"
+        static let migrationsRunning = "accountd_migrations_running"
+        static let migrationOldest = "accountd_migration_oldest_running_seconds"
+        static let diskBytes = "accountd_disk_bytes"
+        static let snapshotsStored = "accountd_snapshots_stored"
+        static let scrapeTime = "accountd_metrics_timestamp_seconds"
     }
 
     /// Why a snapshot was taken: the `reason` label of ``Name/snapshots``.
@@ -50,6 +62,8 @@ final class DaemonMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     /// The swift-metrics factory over ``registry``, with the daemon's histogram buckets.
     let factory: PrometheusMetricsFactory
+    /// Whether ``Name/activeAccount`` is labelled with the account's name (`metrics.accountLabels`).
+    let accountLabels: Bool
     /// The account the ``Name/activeAccount`` gauge names now.
     private let shownActive = Mutex<String?>(nil)
     /// Each method's success counter and latency timer, made once: recording a request
@@ -60,8 +74,10 @@ final class DaemonMetrics: Sendable {
 
     private static let bootstrapped = Atomic<Bool>(false)
 
-    /// A new, empty registry with the daemon's metrics at zero.
-    init() {
+    /// A new, empty registry with the daemon's metrics at zero; `accountLabels` labels
+    /// ``Name/activeAccount`` with the account's name.
+    init(accountLabels: Bool = false) {
+        self.accountLabels = accountLabels
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         let quick: [Duration] = [
@@ -90,9 +106,10 @@ final class DaemonMetrics: Sendable {
                 )
             })
         // Present from the start, at zero, so that a scrape shows them before anything happened.
-        for name in [Name.migrations, Name.migrationSteps, Name.migrationFailures, Name.connectionsAccepted, Name.connectionsRefused] {
+        for name in [Name.migrations, Name.migrationSteps, Name.connectionsAccepted, Name.connectionsRefused] {
             _ = CoreMetrics.Counter(label: name, factory: factory)
         }
+        _ = CoreMetrics.Counter(label: Name.migrationFailures, dimensions: [("error", ErrorName.migrationFailed.shortName)], factory: factory)
         CoreMetrics.Gauge(label: Name.connectionsOpen, factory: factory).record(0)
     }
 
@@ -103,18 +120,51 @@ final class DaemonMetrics: Sendable {
         MetricsSystem.bootstrap(factory)
     }
 
-    /// The registry as Prometheus text, after setting the gauges computed on demand:
-    /// `active` (nil for none) and how many `accounts` are on disk.
-    func text(active: AccountName?, accounts: Int) -> String {
-        CoreMetrics.Gauge(label: Name.accounts, factory: factory).record(accounts)
-        let name = active?.rawValue
-        shownActive.withLock { shown in
-            guard shown != name else { return }
-            if let shown { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", shown)], factory: factory).destroy() }
-            if let name { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", name)], factory: factory).record(1) }
-            shown = name
+    /// The registry as Prometheus text, after setting the gauges computed on demand: the
+    /// `fleet`'s figures, and `active` (the account systemd's status line describes; nil
+    /// for none), named only with ``accountLabels``.
+    func text(active: AccountName?, fleet: FleetFigures, now: Double) -> String {
+        func gauge(_ name: String, _ value: Double, _ dimensions: [(String, String)] = []) {
+            CoreMetrics.Gauge(label: name, dimensions: dimensions, factory: factory).record(value)
+        }
+        gauge(Name.up, 1)
+        gauge(Name.scrapeTime, now)
+        gauge(Name.bundleVersion, Double(fleet.bundleVersion))
+        gauge(Name.accounts, Double(fleet.accounts))
+        for (state, count) in fleet.byState { gauge(Name.accountsByState, Double(count), [("state", state)]) }
+        gauge(Name.migrationsRunning, Double(fleet.migrationsRunning))
+        gauge(Name.migrationOldest, fleet.oldestMigrationSeconds)
+        gauge(Name.activeAccounts, Double(fleet.active.count))
+        let disk = fleet.disk
+        for (kind, bytes) in [("file", disk.fileBytes), ("wal", disk.walBytes), ("snapshots", disk.snapshotBytes), ("litestream", disk.litestreamBytes)] {
+            gauge(Name.diskBytes, Double(bytes), [("kind", kind)])
+        }
+        gauge(Name.snapshotsStored, Double(disk.snapshotCount))
+        if accountLabels {
+            let name = active?.rawValue
+            shownActive.withLock { shown in
+                guard shown != name else { return }
+                if let shown { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", shown)], factory: factory).destroy() }
+                if let name { CoreMetrics.Gauge(label: Name.activeAccount, dimensions: [("account", name)], factory: factory).record(1) }
+                shown = name
+            }
         }
         return registry.emitToString()
+    }
+
+    /// The replication gauges, from a `Replication` look-up over every account: the worst
+    /// lag (seconds since the replica last had everything of the account furthest behind),
+    /// how many accounts are in each state (`replicating`, `behind`, `not-replicated`, ...),
+    /// and whether Litestream answered. No account names in labels.
+    func replication(_ reply: ReplicationReply) {
+        guard reply.enabled else { return }
+        CoreMetrics.Gauge(label: Name.replicationUp, factory: factory).record(reply.litestream ? 1 : 0)
+        CoreMetrics.Gauge(label: Name.replicationLag, factory: factory).record(reply.worstSecondsBehind ?? 0)
+        var states: [String: Int] = ["replicating": 0, ReplicationAccount.behindStatus: 0, "not-replicated": 0, "unknown": 0]
+        for account in reply.accounts { states[account.status, default: 0] += 1 }
+        for (state, count) in states {
+            CoreMetrics.Gauge(label: Name.replicationAccounts, dimensions: [("state", state)], factory: factory).record(count)
+        }
     }
 
     // MARK: - Requests
@@ -160,9 +210,10 @@ final class DaemonMetrics: Sendable {
         }
     }
 
-    /// A migration that began (a step was announced) and failed.
-    func migrationFailed() {
-        CoreMetrics.Counter(label: Name.migrationFailures, factory: factory).increment()
+    /// A migration that began (a step was announced) and failed with `error` (a short
+    /// error name): the account is in the log line of the failure, never in a label.
+    func migrationFailed(error: String) {
+        CoreMetrics.Counter(label: Name.migrationFailures, dimensions: [("error", error)], factory: factory).increment()
     }
 
     /// A snapshot taken, and why.

@@ -26,7 +26,7 @@ struct LitestreamConfig {
         return """
             # Written by accountd from replication.litestream in its configuration; edits here are
             # overwritten at the next start or reload. Run with: litestream replicate -config \(settings.configPath)
-            socket:
+            \(tuning)socket:
               enabled: true
               path: \(Self.quoted(settings.controlSocketPath))
               permissions: 0600
@@ -43,6 +43,21 @@ struct LitestreamConfig {
                   sync-interval: \(interval)
 
             """
+    }
+
+    /// Litestream's tuning from accountd's settings (``ReplicationSettings/Tuning``): its
+    /// metrics address (`addr`) and `snapshot` interval and retention; empty when none is set.
+    var tuning: String {
+        var text = ""
+        if let address = settings.tuning.metricsAddress { text += "addr: \(Self.quoted(address))\n" }
+        let interval = settings.tuning.snapshotIntervalHours
+        let retention = settings.tuning.retentionHours
+        if interval != nil || retention != nil {
+            text += "snapshot:\n"
+            if let interval { text += "  interval: \(Self.duration(interval * 3600))\n" }
+            if let retention { text += "  retention: \(Self.duration(retention * 3600))\n" }
+        }
+        return text
     }
 
     /// Writes the file atomically (0600), creating its folder if needed.

@@ -1,10 +1,12 @@
+import AccountdCore
 import Foundation
 import NIOCore
 import NIOPosix
 
 /// Threads for blocking work (SQLite, fsync), so that neither the event loops nor
-/// Swift's cooperative pool ever wait on disk.
-final class BlockingPool: Sendable {
+/// Swift's cooperative pool ever wait on disk. Core's operations that await Litestream
+/// run their file work here (``BlockingRunner``).
+final class BlockingPool: BlockingRunner {
     private let pool: NIOThreadPool
 
     /// The daemon's pool size: four threads per core, at least eight, so that slow disk work

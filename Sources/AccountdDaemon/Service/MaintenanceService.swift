@@ -73,12 +73,14 @@ struct MaintenanceService: Sendable {
     /// The restore stands once the file is replaced: a reopen that fails (a migration the
     /// restored data breaks) is said in ``Restored/reopened``, not thrown, and `Status` says
     /// `failed` with the restored file's version until an open of it succeeds.
-    func restore(_ account: AccountName, snapshot: String?) async throws -> Restored {
+    /// With `reclaim`, an account handed off from this host is restored here all the same,
+    /// and its handoff ends (without it, `AccountMoved`).
+    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
         let (restored, saved) = try await store.withHold(account) { hold in
             await preferences.close(account)
             return try await pool.run {
-                let result = try store.restore(account, snapshot: snapshot, holding: hold)
+                let result = try store.restore(account, snapshot: snapshot, reclaim: reclaim, holding: hold)
                 // Pinned before the account is let go: the reopen below may migrate it, and
                 // the snapshot that migration takes must not prune the one just restored.
                 store.pins.pin(account, result.restored.name)
@@ -91,6 +93,13 @@ struct MaintenanceService: Sendable {
         logger.notice(
             "account \(account) restored from snapshot \(restored.name) (version \(restored.version)); \(replaced)",
             metadata: ["account": "\(account)"])
+        let reopened = await reopen(account, restoredFrom: "snapshot \(restored.name)", version: restored.version)
+        return Restored(restored: restored, saved: saved, reopened: reopened)
+    }
+
+    /// After a restore: an active account is opened again at once (and migrated if the copy is
+    /// older); nil when the account is not active. A reopen that fails is said, not thrown.
+    func reopen(_ account: AccountName, restoredFrom source: String, version restoredVersion: Int) async -> RestoreReply.Reopened? {
         var reopened: RestoreReply.Reopened?
         if switching.isActive(account) {
             do {
@@ -101,14 +110,14 @@ struct MaintenanceService: Sendable {
             } catch {
                 let failure = error as? AccountdError
                 let problem = failure?.message ?? "\(error)"
-                let version = failure?.fromVersion ?? restored.version
+                let version = failure?.fromVersion ?? restoredVersion
                 logger.error(
-                    "account \(account) was restored from snapshot \(restored.name), but the active account could not be opened again at the bundle's version; its file stays at version \(version): \(problem)",
+                    "account \(account) was restored from \(source), but the active account could not be opened again at the bundle's version; its file stays at version \(version): \(problem)",
                     metadata: ["account": "\(account)", "operation": "Restore", "error": "\(failure?.wireName.rawValue ?? "\(error)")"])
                 reopened = RestoreReply.Reopened(action: "failed", version: version, problem: problem)
             }
         }
-        return Restored(restored: restored, saved: saved, reopened: reopened)
+        return reopened
     }
 
     /// Removes `account` (`Remove`): its file, after a final snapshot, or with `purge`
@@ -118,21 +127,49 @@ struct MaintenanceService: Sendable {
     /// preference table is closed before a byte changes.
     ///
     /// - Throws: `AccountActive`, `AccountNotFound`, `AccountBusy` or a storage error.
-    func remove(_ account: AccountName, purge: Bool) async throws -> RemoveOutcome {
+    ///
+    /// With `handoff` (a move to another host), under the same hold: the record of the
+    /// handoff is written durably first (from then on this host refuses the account with
+    /// `AccountMoved`), Litestream syncs the account a last time (which must succeed, or the
+    /// record is erased again and nothing changed), then the file goes as in a removal. Every
+    /// write acknowledged before took the account's lock before the handoff did, so it is in
+    /// the file Litestream syncs; every write after finds the record.
+    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false) async throws -> RemoveOutcome {
         let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
             // The active account is refused, and the account's table closed, before anything else.
             try await switching.beginRemoval(account)
             defer { switching.endRemoval(account) }
             await preferences.close(account)
-            // Litestream's final sync, on an event loop within its deadline: no pool thread
-            // waits for it, and a hung Litestream fails the removal with nothing changed.
-            try await replication.release(account)
-            let outcome = try await pool.run { try store.remove(account, purge: purge, holding: hold) }
+            if handoff {
+                guard let replica = replication.replicaForRecord else {
+                    throw ReplicationService.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)")
+                }
+                // The record is durable before the final sync, so no write can land after it.
+                let resumed = try await pool.run { try store.recordHandoff(account, replica: replica, holding: hold) }
+                do {
+                    try await replication.release(account, handoff: true)
+                } catch {
+                    // A first attempt changes nothing; a resumed one (after a crash) keeps the account refused.
+                    if !resumed { _ = try? await pool.run { try store.root.eraseHandoff(account) } }
+                    throw error
+                }
+            } else {
+                // Litestream's final sync, on an event loop within its deadline: no pool thread
+                // waits for it, and a hung Litestream fails the removal with nothing changed.
+                try await replication.release(account)
+            }
+            let outcome = try await pool.run { try store.remove(account, purge: purge, handingOff: handoff, holding: hold) }
             if purge { try await switching.forgetPurged(account) }
             return outcome
         }
         if outcome.snapshot != nil { metrics.snapshot(.remove) }
+        if handoff {
+            logger.notice(
+                "account \(account) handed off: Litestream synced it to \(replication.replicaForRecord ?? "the replica") a last time, its file was removed (kept as snapshot \(outcome.snapshot?.name ?? "none")), and this host refuses it until it is pulled back",
+                metadata: ["account": "\(account)"])
+            return outcome
+        }
         if purge {
             logger.notice(
                 "account \(account) purged: its file and \(outcome.snapshotsErased) snapshot(s) were erased",
@@ -160,23 +197,30 @@ struct MaintenanceService: Sendable {
     ///
     /// - Throws: `InvalidRequest` without replication; `AccountExists`, `AccountNotFound`,
     ///   `AccountCorrupt`, `AccountTooNew`, `AccountBusy` or a storage error.
-    func pull(_ account: AccountName) async throws -> PullReply {
-        let (store, puller) = (stores.current, try replication.puller())
-        let outcome = try await store.withHold(account) { hold in
-            let staged = try await pool.run { try store.stagePull(account, with: puller, holding: hold) }
-            let run: LitestreamProgram.Run
-            do {
-                run = try await puller.restore(staged)
-            } catch {
-                try? await pool.run { puller.discard(staged) }
-                throw error
-            }
-            return try await pool.run { try store.finishPull(staged, after: run, with: puller, holding: hold) }
-        }
+    func pull(_ account: AccountName, replica: String? = nil) async throws -> PullReply {
+        let (store, puller) = (stores.current, try replication.puller(replica: replica))
+        let outcome = try await store.withHold(account) { hold in try await store.pull(account, with: puller, holding: hold, on: pool) }
         logger.notice(
             "account \(account) pulled from \(puller.replica.redact(puller.replica.account(account))) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
             metadata: ["account": "\(account)"])
         return PullReply(account: account.rawValue, version: outcome.version, sizeBytes: outcome.sizeBytes, txid: outcome.txid)
+    }
+
+    /// Imports the file at `path` as the new account `account` (`Import`), under its lock; the
+    /// next switch opens or migrates it.
+    ///
+    /// - Throws: `AccountExists`, `AccountCorrupt`, `AccountTooNew`, `AccountMoved`,
+    ///   `AccountBusy` or a storage error (a path the import does not read).
+    func importFile(_ account: AccountName, path: String, rebind: Bool, caller: PeerCredentials) async throws -> ImportReply {
+        let store = stores.current
+        let who = ImportSource.Caller(uid: caller.uid, gid: caller.gid, groups: caller.groups)
+        let outcome = try await store.withHold(account) { hold in
+            try await pool.run { try store.importFile(path, as: account, rebind: rebind, caller: who, holding: hold) }
+        }
+        logger.notice(
+            "account \(account) imported from \(path) (\(outcome.format.rawValue), version \(outcome.version), \(outcome.rows) rows) by uid \(caller.uid)",
+            metadata: ["account": "\(account)"])
+        return ImportReply(account: account.rawValue, version: outcome.version, rows: outcome.rows)
     }
 
     /// Exports `account` on a pool thread, writing through `write` (which blocks while the

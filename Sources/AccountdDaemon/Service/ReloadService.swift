@@ -90,6 +90,7 @@ struct ReloadService: Service {
         let applied = changes.filter(\.takesEffectAtReload)
         inForce.replace(old.reloading(settings))
         LoggingSetup.currentLevel = settings.logLevel
+        Connections.limitWAL(toBytes: settings.walMaxBytes)
         policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
         let store = services.stores.current
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint

@@ -57,9 +57,19 @@ struct ReplicationService: Sendable {
     ///
     /// - Throws: ``AccountdError`` (`storage`) when Litestream runs and refuses, or does not
     ///   answer in time; the removal then stops with nothing changed.
-    func release(_ account: AccountName) async throws {
-        guard let current = settings.current else { return }
+    ///
+    /// With `handoff` (a move to another host), the final sync must happen: without
+    /// replication, without Litestream, or when Litestream does not replicate the account,
+    /// it throws (`storage`) instead of going on.
+    func release(_ account: AccountName, handoff: Bool = false) async throws {
+        guard let current = settings.current else {
+            if handoff { throw Self.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)") }
+            return
+        }
         let control = LitestreamControl(socketPath: current.controlSocketPath)
+        if handoff && !control.isPresent {
+            throw Self.noHandoff(account, "Litestream is not running (no \(current.controlSocketPath)); start accountd-litestream")
+        }
         guard control.isPresent else {
             logger.warning(
                 "replication: Litestream is not running (no \(current.controlSocketPath)); account \(account) goes without a final sync, and its replica keeps what was last synced",
@@ -71,11 +81,16 @@ struct ReplicationService: Sendable {
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
         do {
             if try await !control.syncAndWait(path, within: Self.finalSyncTimeout) {
+                if handoff {
+                    throw Self.noHandoff(account, "Litestream does not replicate it (yet): it was created moments ago, or replication of it was stopped; try again in a few seconds")
+                }
                 logger.warning(
                     "replication: Litestream does not replicate account \(account) (created moments ago, or stopped); it goes without a final sync",
                     metadata: ["account": "\(account)"])
             }
             try await control.unregister(path, within: Self.finalSyncTimeout)
+        } catch let error as AccountdError {
+            throw error
         } catch let failure as LitestreamControl.Failure where failure.timedOut {
             throw AccountdError(
                 .storage,
@@ -106,9 +121,11 @@ struct ReplicationService: Sendable {
         }
         let replica = current.replica.redacted
         guard LitestreamControl(socketPath: current.controlSocketPath).isPresent else {
-            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
-                ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
-            })
+            return ReplicationReply(
+                enabled: true, replica: replica, litestream: false,
+                accounts: accounts.map {
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         let logger = logger
         let lookup = await statusCache.lookup(socketPath: current.controlSocketPath) { failure in
@@ -122,34 +139,75 @@ struct ReplicationService: Sendable {
         case .failure(let failure):
             // Not running: nothing replicates. Running but not answering: nobody knows.
             let status = failure.notRunning ? "not-replicated" : "unknown"
-            return ReplicationReply(enabled: true, replica: replica, litestream: false, accounts: accounts.map {
-                ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
-            })
+            return ReplicationReply(
+                enabled: true, replica: replica, litestream: false,
+                accounts: accounts.map {
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
+                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         // Litestream names each database by its cleaned absolute path.
         var known: [String: LitestreamControl.Database] = [:]
         for database in databases { known[(database.path as NSString).standardizingPath] = database }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let threshold = Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds)
         let entries = accounts.map { account -> ReplicationAccount in
             guard let database = known[(root.accountPath(account) as NSString).standardizingPath] else {
                 return ReplicationAccount(account: account.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
             }
+            // Litestream moves last_sync_at only when a sync succeeded: with nothing new, at
+            // every sync; with changes waiting, once the store took them. So the time since it
+            // is the real lag, and a store that takes no uploads shows as it grows.
+            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) }
+            let lagging = database.status == "replicating" && (behind ?? 0) > threshold
             return ReplicationAccount(
-                account: account.rawValue, replicated: database.status == "replicating", status: database.status,
-                lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) })
+                account: account.rawValue, replicated: database.status == "replicating",
+                status: lagging ? ReplicationAccount.behindStatus : database.status,
+                lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: behind)
         }
-        return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries)
+        let reply = ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, lagThresholdSeconds: threshold)
+        return reply
     }
 
-    /// The puller for `Pull`, with the settings in force.
+    /// The replica's past states for `Restore {at}`, with the settings in force.
     ///
     /// - Throws: a `ProtocolError` (`InvalidRequest`) when replication is off.
-    func puller() throws -> ReplicaPull {
+    func timeTraveller() throws -> ReplicaTimeTravel {
+        guard let current = settings.current else {
+            throw ProtocolError(
+                .invalidRequest,
+                "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to restore from; restore a snapshot instead")
+        }
+        return ReplicaTimeTravel(root: root, replica: current.replica, litestream: LitestreamProgram(executable: current.program))
+    }
+
+    /// How far behind an account may be before it is `behind`: Litestream reads the WAL every
+    /// second and ships every `syncIntervalSeconds`, so a healthy account is at most about
+    /// their sum behind; three sync intervals and two seconds more, and at least 5 s.
+    static func lagThreshold(syncIntervalSeconds: Double) -> Double {
+        max(5, 3 * syncIntervalSeconds + 2)
+    }
+
+    /// The refusal of a handoff whose final sync cannot happen; nothing was changed.
+    static func noHandoff(_ account: AccountName, _ why: String) -> AccountdError {
+        AccountdError(
+            .storage, "account \(account) cannot be handed off: \(why). A handoff needs Litestream's final sync; nothing was changed",
+            account: account.rawValue)
+    }
+
+    /// The replica the handoff of an account goes to, masked, for the record; nil when replication is off.
+    var replicaForRecord: String? { settings.current?.replica.redacted }
+
+    /// The puller for `Pull`, with the settings in force; `replica` (another base URL, the old
+    /// host's for a move) in place of the configured one when given.
+    ///
+    /// - Throws: a `ProtocolError` (`InvalidRequest`) when replication is off.
+    func puller(replica: String? = nil) throws -> ReplicaPull {
         guard let current = settings.current else {
             throw ProtocolError(
                 .invalidRequest, "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to pull from")
         }
-        return ReplicaPull(root: root, replica: current.replica, litestream: LitestreamProgram(executable: current.program))
+        return ReplicaPull(
+            root: root, replica: replica.map { ReplicaURL(base: $0) } ?? current.replica, litestream: LitestreamProgram(executable: current.program))
     }
 }

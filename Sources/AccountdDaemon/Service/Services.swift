@@ -26,6 +26,8 @@ struct Services: Sendable {
     /// Replication with Litestream (`Replication`, `Pull`).
     let replication: ReplicationService
     let startedAt = Date()
+    /// Each account's state for the metrics, re-read only for files that changed.
+    let census = AccountCensus()
 
     /// Wires the services over `stores`.
     ///
@@ -44,7 +46,8 @@ struct Services: Sendable {
         self.pool = pool
         self.hub = hub
         self.metrics = metrics
-        switching = SwitchService(stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+        switching = SwitchService(
+            stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication, logger: logger)
         data = DataService(
             limits: sqlLimits, stores: stores, switching: switching, connections: preferences.sqlConnections, pool: pool, hub: hub)
         maintenance = MaintenanceService(
@@ -52,11 +55,13 @@ struct Services: Sendable {
             logger: logger)
     }
 
-    /// The daemon's metrics as Prometheus text (`Metrics`), with the active account and
-    /// the number of accounts on disk read now. Blocking: lists the data root.
+    /// The daemon's metrics as Prometheus text (`Metrics`), with the figures read now
+    /// (``FleetFigures``). Blocking: lists and stats the data root.
     func metricsText() -> String {
-        let accounts = stores.current.root.accountNames().count
-        return metrics.text(active: switching.active, accounts: accounts)
+        let fleet = FleetFigures.read(
+            store: stores.current, census: census, board: switching.board, failed: switching.failedAccounts.accounts,
+            active: switching.activeAccounts)
+        return metrics.text(active: switching.active, fleet: fleet, now: Date().timeIntervalSince1970)
     }
 
     /// Which daemon this is (`Info`).

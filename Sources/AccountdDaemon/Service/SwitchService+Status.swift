@@ -38,7 +38,13 @@ extension SwitchService {
             condition = .idle
             problem = failure?.message
         }
-        return DaemonStatus(active: active?.rawValue, state: condition.rawValue, version: version, bundleVersion: target, problem: problem)
+        var status = DaemonStatus(active: active?.rawValue, state: condition.rawValue, version: version, bundleVersion: target, problem: problem)
+        let migrations = board.migrations()
+        if migrations.count > 0 {
+            status.migrationsRunning = migrations.count
+            status.oldestMigrationSeconds = Int(migrations.oldest?.components.seconds ?? 0)
+        }
+        return status
     }
 
     /// Keeps what a failed open of `account` says for `Status`, for each uid whose active
@@ -74,6 +80,12 @@ extension SwitchService {
         }
     }
 
+    /// What `account` takes on disk, part by part (`lstat` only: no file is opened).
+    func diskUse(_ account: AccountName) async throws -> DiskUseInfo {
+        let root = root
+        return try await pool.run { DiskUseInfo(AccountDiskUse.of(account, in: root)) }
+    }
+
     /// Every account's name, in order.
     func accountNames() async throws -> [AccountName] {
         let store = stores.current
@@ -95,7 +107,8 @@ extension SwitchService {
                 if board.isMigrating(account) { status.state = .migrating }
                 return ListEntry(
                     account: account.rawValue, sizeBytes: status.sizeBytes,
-                    details: ListEntry.Details(version: status.version, state: status.state.rawValue))
+                    details: ListEntry.Details(
+                        version: status.version, state: status.state.rawValue, disk: DiskUseInfo(AccountDiskUse.of(account, in: store.root))))
             }
         }
     }

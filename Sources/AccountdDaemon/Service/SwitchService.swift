@@ -85,7 +85,11 @@ final class SwitchService: Sendable {
     let preferences: PreferenceService
     let logger: Logger
     let metrics: DaemonMetrics
+    /// Asked before an account is created, so that no new empty file shadows the replica's copy.
+    let replication: ReplicationService
     let board = MigrationBoard()
+    /// The accounts whose last open failed, for the metrics.
+    let failedAccounts = AccountFailures()
     let state = Mutex(State())
     /// `state.json`: the durable record of every uid's active account.
     let record: ActiveAccountRecord
@@ -98,8 +102,9 @@ final class SwitchService: Sendable {
 
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
-        logger: Logger
+        replication: ReplicationService? = nil, logger: Logger
     ) {
+        self.replication = replication ?? .off(root: stores.current.root, logger: logger)
         self.stores = stores
         self.metrics = metrics
         self.preferences = preferences
@@ -185,10 +190,10 @@ final class SwitchService: Sendable {
         return Switched(outcome: latest, previous: committed.previous, committed: again.committed)
     }
 
-    /// Migrates one account without making it active.
-    func migrateOne(_ account: AccountName) async throws -> OpenOutcome {
-        let (outcome, _, _) = try await open(account, create: false, progress: nil)
-        if outcome.action == .migrated { logSwitch(outcome) }
+    /// Migrates one account without making it active; with `create`, creates it when missing.
+    func migrateOne(_ account: AccountName, create: Bool = false) async throws -> OpenOutcome {
+        let (outcome, _, _) = try await open(account, create: create, progress: nil)
+        if outcome.action != .opened { logSwitch(outcome) }
         state.withLock {
             let uids = $0.uids(of: account)
             guard !uids.isEmpty else { return }
@@ -214,12 +219,18 @@ final class SwitchService: Sendable {
         }
         do {
             let result = try await openHeld(account, create: create, progress: progress, then: then)
+            failedAccounts.succeeded(account)
             if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
             return result
         } catch {
             let migrationRan = board.steps(account) > 0
-            if migrationRan { metrics.migrationFailed() }
+            let failure = error as? AccountdError
+            let name = failure?.wireName.shortName ?? ErrorName.internalError.shortName
+            if migrationRan { metrics.migrationFailed(error: name) }
+            // The account's own failures, not a busy lock or a missing file.
+            let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
+            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true { failedAccounts.failed(account, error: name) }
             noteFailure(account, error, migrationRan: migrationRan)
             throw error
         }
@@ -229,10 +240,13 @@ final class SwitchService: Sendable {
     private func openHeld<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
-        let (store, board, hub, preferences) = (stores.current, board, hub, preferences)
+        let (store, board, hub, preferences, replication) = (stores.current, board, hub, preferences, replication)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
             await preferences.close(account)
+            // The replica is asked (and may be pulled from) before a new file is made: Litestream
+            // awaited under the hold, the file work on the pool.
+            if create { try await replication.beforeCreating(account, store: store, holding: hold, on: pool) }
             let outcome = try await pool.run {
                 try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)

@@ -15,7 +15,18 @@ extension Command {
         case .watch: self = .watch
         case .metrics: self = .metrics
         case .replication: self = .replication
-        case .pull: self = .pull(account: try parameters.requiredAccount())
+        case .pull:
+            let replica = try parameters.string("replica")
+            if let replica, replica.isEmpty || replica.utf8.count > 4096 {
+                throw .invalidParameter("replica", "\"replica\" must be a base URL of at most 4096 bytes, e.g. s3://bucket/accountd/host-a")
+            }
+            self = .pull(account: try parameters.requiredAccount(), replica: replica)
+        case .importAccount:
+            let path = try parameters.requiredString("path")
+            guard path.hasPrefix("/"), path.utf8.count <= 4096, !path.utf8.contains(0) else {
+                throw .invalidParameter("path", "\"path\" must be an absolute path (beginning with /) of at most 4096 bytes, read by the daemon")
+            }
+            self = .importAccount(account: try parameters.requiredAccount(), path: path, rebind: try parameters.bool("rebind") ?? false)
         case .status: self = .status(account: try parameters.account())
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
@@ -23,9 +34,7 @@ extension Command {
         case .migrate:
             self = .migrate(
                 try Self.migrateTarget(parameters),
-                rollout: MigrateRollout(
-                    canary: try parameters.int("canary", in: 1...MigrateRollout.maximum),
-                    maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum)))
+                rollout: try Self.migrateRollout(parameters))
         case .export:
             let name = try parameters.string("format") ?? ExportFormat.jsonl.rawValue
             guard let format = ExportFormat(rawValue: name) else {
@@ -35,13 +44,31 @@ extension Command {
         case .verify: self = .verify(account: try parameters.requiredAccount())
         case .plan: self = .plan(account: try parameters.requiredAccount())
         case .snapshots: self = .snapshots(account: try parameters.requiredAccount())
-        case .restore: self = .restore(account: try parameters.requiredAccount(), snapshot: try parameters.string("snapshot"))
+        case .restore:
+            let account = try parameters.requiredAccount()
+            let snapshot = try parameters.string("snapshot")
+            var at: ReplicaTime?
+            if let text = try parameters.string("at") {
+                guard let time = ReplicaTime(text) else {
+                    throw .invalidParameter("at", "at '\(text.prefix(40))' is not an RFC 3339 time; give e.g. 2026-01-31T09:30:00Z")
+                }
+                guard snapshot == nil else {
+                    throw .invalidParameter("at", "Restore takes either snapshot (a local snapshot) or at (a time in the replica), not both")
+                }
+                at = time
+            }
+            self = .restore(account: account, snapshot: snapshot, at: at, reclaim: try parameters.bool("reclaim") ?? false)
         case .snapshot:
             let account = try parameters.requiredAccount()
             var label = SnapshotLabel.manual
             if let raw = try parameters.string("label") { label = try SnapshotLabel(raw) }
             self = .snapshot(account: account, label: label)
-        case .remove: self = .remove(account: try parameters.requiredAccount(), purge: try parameters.bool("purge") ?? false)
+        case .remove:
+            let (purge, handoff) = (try parameters.bool("purge") ?? false, try parameters.bool("handoff") ?? false)
+            if purge && handoff {
+                throw .invalidParameter("handoff", "Remove takes \"purge\" or \"handoff\", not both: a handoff keeps the account for the host that pulls it")
+            }
+            self = .remove(account: try parameters.requiredAccount(), purge: purge, handoff: handoff)
         case .get: self = .get(try Self.preferenceKey(parameters))
         case .delete: self = .delete(try Self.preferenceKey(parameters))
         case .set:
@@ -74,7 +101,13 @@ extension Command {
         }
         switch self {
         case .info, .ping, .watch, .metrics, .replication: break
-        case .pull(let name): account(name)
+        case .pull(let name, let replica):
+            account(name)
+            if let replica { pairs.append(("replica", .string(replica))) }
+        case .importAccount(let name, let path, let rebind):
+            account(name)
+            pairs.append(("path", .string(path)))
+            if rebind { pairs.append(("rebind", true)) }
         case .status(let name): account(name)
         case .list(let details): if details { pairs.append(("details", true)) }
         case .switchAccount(let name, let create):
@@ -87,19 +120,26 @@ extension Command {
             }
             if let canary = rollout.canary { pairs.append(("canary", JSONValue(canary))) }
             if let maxFailures = rollout.maxFailures { pairs.append(("maxFailures", JSONValue(maxFailures))) }
+            if rollout.create { pairs.append(("create", true)) }
+            if !rollout.canaryAccounts.isEmpty { pairs.append(("canaryAccounts", .array(rollout.canaryAccounts.map { .string($0.rawValue) }))) }
+            if !rollout.exclude.isEmpty { pairs.append(("exclude", .array(rollout.exclude.map { .string($0.rawValue) }))) }
+            if let version = rollout.rollbackTo { pairs.append(("rollbackTo", JSONValue(version))) }
         case .export(let name, let format):
             account(name)
             pairs.append(("format", .string(format.rawValue)))
         case .verify(let name), .plan(let name), .snapshots(let name): account(name)
-        case .restore(let name, let snapshot):
+        case .restore(let name, let snapshot, let at, let reclaim):
             account(name)
             if let snapshot { pairs.append(("snapshot", .string(snapshot))) }
+            if let at { pairs.append(("at", .string(at.text))) }
+            if reclaim { pairs.append(("reclaim", true)) }
         case .snapshot(let name, let label):
             account(name)
             pairs.append(("label", .string(label.description)))
-        case .remove(let name, let purge):
+        case .remove(let name, let purge, let handoff):
             account(name)
             if purge { pairs.append(("purge", true)) }
+            if handoff { pairs.append(("handoff", true)) }
         case .get(let target), .delete(let target): preference(target)
         case .set(let target, let value): preference(target, value: value)
         case .keys(let namespace, let name):
@@ -127,6 +167,27 @@ extension Command {
         var accounts: [AccountName] = []
         for name in names { accounts.append(try AccountName(requested: name)) }
         return .accounts(accounts)
+    }
+
+    /// `Migrate`'s staging: `canary`, `maxFailures`, `create`, `canaryAccounts`, `exclude`, `rollbackTo`.
+    private static func migrateRollout(_ parameters: Parameters) throws(ProtocolError) -> MigrateRollout {
+        func names(_ key: String) throws(ProtocolError) -> [AccountName] {
+            var accounts: [AccountName] = []
+            for name in try parameters.stringArray(key) ?? [] { accounts.append(try AccountName(requested: name)) }
+            return accounts
+        }
+        let rollout = MigrateRollout(
+            canary: try parameters.int("canary", in: 1...MigrateRollout.maximum),
+            maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum), create: try parameters.bool("create") ?? false,
+            canaryAccounts: try names("canaryAccounts"), exclude: try names("exclude"),
+            rollbackTo: try parameters.int("rollbackTo", in: 0...Int(Int32.max)))
+        if rollout.canary != nil && !rollout.canaryAccounts.isEmpty {
+            throw .invalidParameter("canaryAccounts", "Migrate takes either \"canary\" (a number) or \"canaryAccounts\" (names), not both")
+        }
+        if rollout.create && rollout.rollbackTo != nil {
+            throw .invalidParameter("create", "a rollback (\"rollbackTo\") creates no account; leave \"create\" out")
+        }
+        return rollout
     }
 
     /// The most statements one `Execute` takes.

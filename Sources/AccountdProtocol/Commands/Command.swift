@@ -30,12 +30,15 @@ public enum Command: Sendable, Hashable {
     case plan(account: AccountName)
     /// `Snapshots`: an account's snapshots, newest first.
     case snapshots(account: AccountName)
-    /// `Restore`: put a snapshot back; nil means the newest.
-    case restore(account: AccountName, snapshot: String?)
+    /// `Restore`: put a snapshot back (nil means the newest), or with `at` the account as its
+    /// Litestream replica had it at that time (RFC 3339 on the wire). `reclaim` restores an
+    /// account handed off from this host, ending the handoff.
+    case restore(account: AccountName, snapshot: String?, at: ReplicaTime? = nil, reclaim: Bool = false)
     /// `Snapshot`: take a snapshot now.
     case snapshot(account: AccountName, label: SnapshotLabel)
-    /// `Remove`: remove an account, keeping a final snapshot unless `purge`.
-    case remove(account: AccountName, purge: Bool)
+    /// `Remove`: remove an account, keeping a final snapshot unless `purge`; with `handoff`,
+    /// a final sync to the replica, and the host refuses the account until it is pulled back.
+    case remove(account: AccountName, purge: Bool, handoff: Bool = false)
     /// `Get`: one preference.
     case get(PreferenceKey)
     /// `Set`: one preference, durably.
@@ -50,8 +53,11 @@ public enum Command: Sendable, Hashable {
     case metrics
     /// `Replication`: each account's replication, as Litestream reports it.
     case replication
-    /// `Pull`: bring an account from the Litestream replica; refused when it exists here.
-    case pull(account: AccountName)
+    /// `Pull`: bring an account from the Litestream replica, or from `replica` (another base
+    /// URL, the old host's); refused when it exists here.
+    case pull(account: AccountName, replica: String? = nil)
+    /// `Import`: bring an exported or copied-off file back as a new account.
+    case importAccount(account: AccountName, path: String, rebind: Bool = false)
     /// `Query`: one read-only statement on an account's own tables; nil `maxRows` for the daemon's limit.
     case query(account: AccountName?, statement: SQLStatement, maxRows: Int?)
     /// `Execute`: statements that write an account's own tables, in one durable transaction.
@@ -83,6 +89,7 @@ public enum Command: Sendable, Hashable {
         case .pull: .pull
         case .query: .query
         case .execute: .execute
+        case .importAccount: .importAccount
         }
     }
 }
@@ -95,13 +102,14 @@ public enum MigrateTarget: Sendable, Hashable {
     case accounts([AccountName])
 }
 
-/// How `Migrate` stages its work: a canary first, and a bound on failures.
+/// How `Migrate` stages its work: which accounts go first, which are left out, a bound on
+/// failures, whether missing accounts are created, and whether the release is rolled back.
 ///
-/// Accounts are taken in the target's order. With a `canary` of N, the first N accounts
-/// are migrated and the rest begin only if all N succeeded (`migrated` or `current`).
-/// With `maxFailures` F, no account begins once F have failed. The accounts not begun
-/// are reported `skipped`; running the same Migrate again resumes, as the accounts it
-/// did are now `current`.
+/// Accounts are taken in the target's order, the `canaryAccounts` first. With a `canary`
+/// of N (or N `canaryAccounts`), the first N accounts are migrated and the rest begin only
+/// if all N succeeded (`migrated`, `created` or `current`). With `maxFailures` F, no
+/// account begins once F have failed. The accounts not begun are reported `skipped`;
+/// running the same Migrate again resumes, as the accounts it did are now `current`.
 public struct MigrateRollout: Sendable, Hashable {
     /// The most accepted for either bound.
     public static let maximum = 1_000_000_000
@@ -110,10 +118,39 @@ public struct MigrateRollout: Sendable, Hashable {
     public var canary: Int?
     /// How many failures stop the rollout; nil for none (a failed account never stops the others).
     public var maxFailures: Int?
+    /// Create the named accounts that are missing (at the bundle's version) rather than
+    /// failing them with `AccountNotFound`.
+    public var create: Bool
+    /// The accounts the canary is made of: taken first, and the canary is their number
+    /// (they need not be in the target; a named one that is missing fails unless `create`).
+    public var canaryAccounts: [AccountName]
+    /// Accounts left out: neither migrated nor reported.
+    public var exclude: [AccountName]
+    /// Roll the release back instead: restore each account above this version from its
+    /// newest `before-migrate` snapshot at this version. The bundle in force must not be
+    /// newer than it.
+    public var rollbackTo: Int?
 
-    public init(canary: Int? = nil, maxFailures: Int? = nil) {
+    public init(
+        canary: Int? = nil, maxFailures: Int? = nil, create: Bool = false, canaryAccounts: [AccountName] = [],
+        exclude: [AccountName] = [], rollbackTo: Int? = nil
+    ) {
         self.canary = canary
         self.maxFailures = maxFailures
+        self.create = create
+        self.canaryAccounts = canaryAccounts
+        self.exclude = exclude
+        self.rollbackTo = rollbackTo
+    }
+
+    /// The accounts in the order they begin: the canary's named accounts first, then the
+    /// others of `accounts`, without those excluded; and the canary's size.
+    public func ordered(_ accounts: [AccountName]) -> (accounts: [AccountName], canary: Int?) {
+        let excluded = Set(exclude)
+        let first = canaryAccounts.filter { !excluded.contains($0) }
+        let named = Set(first)
+        let rest = accounts.filter { !excluded.contains($0) && !named.contains($0) }
+        return (first + rest, canaryAccounts.isEmpty ? canary : (first.isEmpty ? nil : first.count))
     }
 }
 

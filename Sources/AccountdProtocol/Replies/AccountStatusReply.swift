@@ -39,11 +39,14 @@ public struct AccountStatusReply: ReplyModel {
     public var editedMigrations: [EditedMigrationInfo]
     /// What is wrong with the file, for a corrupt or unavailable one; the key is left out otherwise.
     public var problem: String?
+    /// The disk the account takes, part by part; nil from a daemon that predates it.
+    public var disk: DiskUseInfo?
 
     public init(
         account: String, exists: Bool, version: Int?, target: Int, state: String, sizeBytes: Int64, createdAt: String?,
-        lastMigration: LastMigration?, editedMigrations: [EditedMigrationInfo], problem: String? = nil
+        lastMigration: LastMigration?, editedMigrations: [EditedMigrationInfo], problem: String? = nil, disk: DiskUseInfo? = nil
     ) {
+        self.disk = disk
         self.account = account
         self.exists = exists
         self.version = version
@@ -70,6 +73,7 @@ public struct AccountStatusReply: ReplyModel {
         }
         editedMigrations = try reader.array(Key.editedMigrations, EditedMigrationInfo.init)
         problem = try reader.optionalString(Key.problem)
+        disk = try DiskUseInfo(reader)
     }
 
     public var parameters: JSONValue {
@@ -92,6 +96,7 @@ public struct AccountStatusReply: ReplyModel {
         }
         object.add(Key.editedMigrations, .array(editedMigrations.map(\.parameters)))
         object.addIfPresent(Key.problem, problem.map { .string($0) })
+        disk?.add(to: &object)
         return object.value
     }
 }

@@ -1,6 +1,6 @@
 /// The reply to `Status` without an account: the active account and the daemon's state.
 public struct DaemonStatus: ReplyModel {
-    enum Key: String { case active, state, version, bundleVersion, problem }
+    enum Key: String { case active, state, version, bundleVersion, problem, migrationsRunning, oldestMigrationSeconds }
 
     /// The daemon's states, as `state` names them.
     public enum State: String, Sendable, CaseIterable {
@@ -37,6 +37,11 @@ public struct DaemonStatus: ReplyModel {
     /// Why the state is `failed`, `too_new` or `opening`, or `idle` after the saved account
     /// could not be opened: the error, in words; left out otherwise.
     public var problem: String?
+    /// Migrations of any account running now (a `Migrate`, another caller's switch), the
+    /// caller's own active account or not; the key is left out when none runs.
+    public var migrationsRunning: Int?
+    /// How long the oldest of them has run, in whole seconds; left out with them.
+    public var oldestMigrationSeconds: Int?
 
     /// ``state`` as a ``State``; nil for a state this client does not know (from a newer daemon).
     public var condition: State? { State(rawValue: state) }
@@ -56,6 +61,8 @@ public struct DaemonStatus: ReplyModel {
         version = try reader.optionalInt(Key.version)
         bundleVersion = try reader.int(Key.bundleVersion)
         problem = try reader.optionalString(Key.problem)
+        migrationsRunning = try reader.optionalInt(Key.migrationsRunning)
+        oldestMigrationSeconds = try reader.optionalInt(Key.oldestMigrationSeconds)
     }
 
     public var parameters: JSONValue {
@@ -65,6 +72,8 @@ public struct DaemonStatus: ReplyModel {
         object.add(Key.version, JSONValue(version))
         object.add(Key.bundleVersion, JSONValue(bundleVersion))
         object.addIfPresent(Key.problem, problem.map { .string($0) })
+        object.addIfPresent(Key.migrationsRunning, migrationsRunning.map(JSONValue.init))
+        object.addIfPresent(Key.oldestMigrationSeconds, oldestMigrationSeconds.map(JSONValue.init))
         return object.value
     }
 }

@@ -6,10 +6,13 @@ public struct ListEntry: ReplyModel {
         public var version: Int?
         /// The account's state, as in `Status {account}`.
         public var state: String
+        /// The disk the account takes, part by part; nil from a daemon that predates it.
+        public var disk: DiskUseInfo?
 
-        public init(version: Int?, state: String) {
+        public init(version: Int?, state: String, disk: DiskUseInfo? = nil) {
             self.version = version
             self.state = state
+            self.disk = disk
         }
     }
 
@@ -31,7 +34,9 @@ public struct ListEntry: ReplyModel {
         let reader = try ReplyReader(parameters, model: "List")
         account = try reader.string(Key.account)
         sizeBytes = try reader.int64(Key.sizeBytes)
-        details = reader.has(Key.state) ? Details(version: try reader.optionalInt(Key.version), state: try reader.string(Key.state)) : nil
+        details =
+            reader.has(Key.state)
+            ? Details(version: try reader.optionalInt(Key.version), state: try reader.string(Key.state), disk: try DiskUseInfo(reader)) : nil
     }
 
     public var parameters: JSONValue {
@@ -41,6 +46,7 @@ public struct ListEntry: ReplyModel {
         if let details {
             object.add(Key.version, JSONValue(details.version))
             object.add(Key.state, .string(details.state))
+            details.disk?.add(to: &object)
         }
         return object.value
     }

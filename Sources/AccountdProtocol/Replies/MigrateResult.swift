@@ -3,7 +3,7 @@
 public struct MigrateResult: ReplyModel {
     /// What happened to the account.
     public enum Outcome: Hashable, Sendable {
-        /// `migrated` or `current`, with the versions before and after.
+        /// `migrated`, `created`, `restored` (a rollback) or `current`, with the versions before and after.
         case done(result: String, fromVersion: Int?, version: Int)
         /// `failed`: the error's wire name and message. A failed account never stops the
         /// others, unless the rollout's `maxFailures` is reached.
@@ -25,7 +25,7 @@ public struct MigrateResult: ReplyModel {
         self.of = of
     }
 
-    /// `migrated`, `current`, `failed` or `skipped`.
+    /// `migrated`, `created`, `restored`, `current`, `failed` or `skipped`.
     public var result: String {
         switch outcome {
         case .done(let result, _, _): result

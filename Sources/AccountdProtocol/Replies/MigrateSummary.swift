@@ -9,11 +9,15 @@ public struct MigrateSummary: ReplyModel {
         case maxFailures
     }
 
-    enum Key: String { case count, migrated, current, failed, skipped, stopped, results }
+    enum Key: String { case count, migrated, created, restored, current, failed, skipped, stopped, results }
 
     /// How many accounts were asked for.
     public var count: Int
     public var migrated: Int
+    /// Accounts created because they were missing (`create: true`); sent only when not 0.
+    public var created: Int
+    /// Accounts restored from their `before-migrate` snapshot (`rollbackTo`); sent only when not 0.
+    public var restored: Int
     public var current: Int
     public var failed: Int
     /// The accounts not begun because the rollout stopped.
@@ -24,10 +28,13 @@ public struct MigrateSummary: ReplyModel {
     public var results: [MigrateResult]?
 
     public init(
-        count: Int, migrated: Int, current: Int, failed: Int, skipped: Int = 0, stopped: Stop? = nil, results: [MigrateResult]? = nil
+        count: Int, migrated: Int, current: Int, failed: Int, skipped: Int = 0, stopped: Stop? = nil, results: [MigrateResult]? = nil,
+        created: Int = 0, restored: Int = 0
     ) {
         self.count = count
         self.migrated = migrated
+        self.created = created
+        self.restored = restored
         self.current = current
         self.failed = failed
         self.skipped = skipped
@@ -39,6 +46,8 @@ public struct MigrateSummary: ReplyModel {
         let reader = try ReplyReader(parameters, model: "Migrate")
         count = try reader.int(Key.count)
         migrated = try reader.int(Key.migrated)
+        created = try reader.optionalInt(Key.created) ?? 0
+        restored = try reader.optionalInt(Key.restored) ?? 0
         current = try reader.int(Key.current)
         failed = try reader.int(Key.failed)
         skipped = try reader.int(Key.skipped)
@@ -57,6 +66,8 @@ public struct MigrateSummary: ReplyModel {
         var object = ReplyObject()
         object.add(Key.count, JSONValue(count))
         object.add(Key.migrated, JSONValue(migrated))
+        if created > 0 { object.add(Key.created, JSONValue(created)) }
+        if restored > 0 { object.add(Key.restored, JSONValue(restored)) }
         object.add(Key.current, JSONValue(current))
         object.add(Key.failed, JSONValue(failed))
         object.add(Key.skipped, JSONValue(skipped))

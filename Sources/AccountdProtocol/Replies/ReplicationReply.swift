@@ -1,7 +1,7 @@
 /// The reply to `Replication`: whether the daemon replicates with Litestream, where to,
 /// and each account's replication as Litestream reports it.
 public struct ReplicationReply: ReplyModel {
-    enum Key: String { case enabled, replica, litestream, accounts }
+    enum Key: String { case enabled, replica, litestream, accounts, lagThresholdSeconds, worstSecondsBehind, behind }
 
     /// Whether `replication.litestream.replica` is set.
     public var enabled: Bool
@@ -12,12 +12,24 @@ public struct ReplicationReply: ReplyModel {
     public var litestream: Bool
     /// Every account with a file here, by name.
     public var accounts: [ReplicationAccount]
+    /// How far behind (seconds since the replica last had everything) an account may be
+    /// before its status is `behind`; nil when replication is off.
+    public var lagThresholdSeconds: Double?
 
-    public init(enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount]) {
+    /// The worst lag among the accounts: the most seconds any of them has not reached the
+    /// replica. Nil when no account has a lag to report.
+    public var worstSecondsBehind: Double? { accounts.compactMap(\.secondsBehind).max() }
+
+    /// How many accounts are `behind`: replicated by Litestream, yet not in the replica for
+    /// longer than ``lagThresholdSeconds`` (a store that stopped accepting uploads).
+    public var behind: Int { accounts.filter { $0.status == ReplicationAccount.behindStatus }.count }
+
+    public init(enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount], lagThresholdSeconds: Double? = nil) {
         self.enabled = enabled
         self.replica = replica
         self.litestream = litestream
         self.accounts = accounts
+        self.lagThresholdSeconds = lagThresholdSeconds
     }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
@@ -26,6 +38,7 @@ public struct ReplicationReply: ReplyModel {
         replica = try reader.optionalString(Key.replica)
         litestream = try reader.bool(Key.litestream)
         accounts = try reader.array(Key.accounts, ReplicationAccount.init)
+        lagThresholdSeconds = reader.has(Key.lagThresholdSeconds) ? try reader.double(Key.lagThresholdSeconds) : nil
     }
 
     public var parameters: JSONValue {
@@ -34,6 +47,9 @@ public struct ReplicationReply: ReplyModel {
         object.addIfPresent(Key.replica, replica.map { .string($0) })
         object.add(Key.litestream, .bool(litestream))
         object.add(Key.accounts, .array(accounts.map(\.parameters)))
+        object.addIfPresent(Key.lagThresholdSeconds, lagThresholdSeconds.map { .double($0) })
+        object.addIfPresent(Key.worstSecondsBehind, worstSecondsBehind.map { .double(($0 * 1000).rounded() / 1000) })
+        if enabled { object.add(Key.behind, .int(Int64(behind))) }
         return object.value
     }
 }
@@ -41,6 +57,10 @@ public struct ReplicationReply: ReplyModel {
 /// One account in ``ReplicationReply``.
 public struct ReplicationAccount: Hashable, Sendable {
     enum Key: String { case account, replicated, status, lastSyncAt, secondsBehind }
+
+    /// The status of an account Litestream replicates whose replica has not caught up for
+    /// longer than the threshold (accountd's word, in place of Litestream's `replicating`).
+    public static let behindStatus = "behind"
 
     public var account: String
     /// Whether Litestream is replicating the account's file now.

@@ -24,7 +24,7 @@ public struct RestoreReply: ReplyModel {
         public var failed: Bool { action == "failed" }
     }
 
-    enum Key: String { case account, restored, saved, reopened, action, version, problem }
+    enum Key: String { case account, restored, saved, reopened, action, version, problem, restoredFrom, at }
 
     public var account: String
     /// The snapshot restored; it is kept.
@@ -33,12 +33,21 @@ public struct RestoreReply: ReplyModel {
     public var saved: SnapshotEntry?
     /// Set when the account is active and was reopened; the keys are left out otherwise.
     public var reopened: Reopened?
+    /// `replica` for a restore from the Litestream replica (`Restore {at}`); nil for a snapshot.
+    public var restoredFrom: String?
+    /// For a restore from the replica: the time the restored state really has (RFC 3339), at
+    /// or before the time asked for.
+    public var at: String?
 
-    public init(account: String, restored: SnapshotEntry, saved: SnapshotEntry?, reopened: Reopened? = nil) {
+    public init(
+        account: String, restored: SnapshotEntry, saved: SnapshotEntry?, reopened: Reopened? = nil, restoredFrom: String? = nil, at: String? = nil
+    ) {
         self.account = account
         self.restored = restored
         self.saved = saved
         self.reopened = reopened
+        self.restoredFrom = restoredFrom
+        self.at = at
     }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
@@ -54,6 +63,8 @@ public struct RestoreReply: ReplyModel {
         } else {
             reopened = nil
         }
+        restoredFrom = try reader.optionalString(Key.restoredFrom)
+        at = try reader.optionalString(Key.at)
     }
 
     public var parameters: JSONValue {
@@ -67,6 +78,8 @@ public struct RestoreReply: ReplyModel {
             object.add(Key.version, JSONValue(reopened.version))
             object.addIfPresent(Key.problem, reopened.problem.map { .string($0) })
         }
+        object.addIfPresent(Key.restoredFrom, restoredFrom.map { .string($0) })
+        object.addIfPresent(Key.at, at.map { .string($0) })
         return object.value
     }
 }

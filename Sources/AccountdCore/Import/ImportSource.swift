@@ -1,0 +1,172 @@
+import AccountdProtocol
+import Foundation
+
+/// The file an `Import` reads, opened by the daemon under rules that keep its promises
+/// whatever path an admin gives:
+///
+/// - an absolute path with no symbolic link in any component (the path is compared with
+///   `realpath()` of it), opened with `O_NOFOLLOW`: the daemon reads the file that was
+///   named, never one a link leads to;
+/// - a regular file, looked at with `lstat` before it is opened (a device or FIFO is
+///   never opened, so opening it cannot rewind a tape or block on a pipe) and again with
+///   `fstat` after, which must be the same file;
+/// - not inside the data root: a live account file read by another path would be read
+///   without its WAL, and the data root's files come back by `Restore`, not by import;
+/// - without a non-empty `-wal` beside it: such a file's last transactions are in the WAL
+///   and a copy of the main file alone would lose them;
+/// - not empty, and smaller than the space free in the data root (64 MiB kept free);
+/// - readable by the caller by its own mode bits (owner, group, others; the caller's
+///   supplementary groups count; ACLs and the folders on the way are not looked at), unless
+///   the caller is root or the daemon's user: the daemon reads for the caller, not beyond
+///   what the caller could read itself.
+public final class ImportSource {
+    /// Who asked for the import, as the kernel reported it.
+    public struct Caller: Sendable {
+        public var uid: UInt32
+        public var gid: UInt32
+        public var groups: [UInt32]
+
+        public init(uid: UInt32, gid: UInt32, groups: [UInt32]) {
+            self.uid = uid
+            self.gid = gid
+            self.groups = groups
+        }
+    }
+
+    /// What the file holds, by its first bytes (never by its name).
+    public enum Format: String, Sendable {
+        /// A SQLite database: the `sqlite` export, or an account file copied off a machine.
+        case sqlite
+        /// SQL text: the `sql` export.
+        case sql
+    }
+
+    /// The free space an import leaves in the data root, at least.
+    static let spareBytes: Int64 = 64 << 20
+
+    public let path: String
+    /// The open file (read-only).
+    let descriptor: Int32
+    /// Its size in bytes.
+    let size: Int64
+    public let format: Format
+
+    /// Opens `path` for `account`'s import under the rules above.
+    ///
+    /// - Parameter caller: who asked; nil skips the permission check (the offline tool, root).
+    /// - Throws: `ProtocolError` `InvalidParameter` (`path`) saying which rule the path
+    ///   breaks; ``AccountdError`` `accountCorrupt` for a `jsonl` export, `storage` when the
+    ///   data root has not the room.
+    init(path: String, account: AccountName, root: DataRoot, caller: Caller?) throws {
+        func refuse(_ why: String) -> ProtocolError {
+            ProtocolError(.invalidParameter, "import of account \(account): \(path) \(why); nothing was changed", facts: [("parameter", "path")])
+        }
+        guard path.hasPrefix("/") else { throw refuse("is not an absolute path") }
+        let named = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard let resolved = Self.realPath(path) else { throw refuse("cannot be found (\(String(cString: strerror(errno))))") }
+        guard resolved == named else {
+            throw refuse("goes through a symbolic link (it resolves to \(resolved)); import reads no link: give the file's own path")
+        }
+        let rootResolved = Self.realPath(root.path) ?? root.path
+        guard !(resolved + "/").hasPrefix(rootResolved + "/") else {
+            throw refuse("is inside the data root \(rootResolved); restore a snapshot with 'accountctl restore' instead, or copy the file out first")
+        }
+        var before = stat()
+        guard lstat(path, &before) == 0 else { throw refuse("cannot be looked at (\(String(cString: strerror(errno))))") }
+        guard before.st_mode & S_IFMT == S_IFREG else { throw refuse("is not a regular file (a folder, device, FIFO or socket is never read)") }
+        guard before.st_size > 0 else { throw refuse("is empty (0 bytes)") }
+        if let caller, caller.uid != 0, caller.uid != getuid(), !Self.readable(before, by: caller) {
+            throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")
+        }
+        var wal = stat()
+        if lstat(path + "-wal", &wal) == 0, wal.st_size > 0 {
+            throw refuse(
+                "has a -wal file beside it holding transactions not yet in the file; checkpoint it first (sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)') or copy it with 'sqlite3 FILE .backup COPY'")
+        }
+        if let free = DiskSpace.available(at: root.path), Int64(before.st_size) + Self.spareBytes > free {
+            throw AccountdError(
+                .storage,
+                "import of account \(account): \(path) is \(before.st_size) bytes, more than the data root has free (\(free) bytes, of which 64 MiB stay free); nothing was changed",
+                account: account.rawValue, file: path)
+        }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { throw refuse("cannot be opened (\(String(cString: strerror(errno))))") }
+        var after = stat()
+        guard fstat(fd, &after) == 0, after.st_dev == before.st_dev, after.st_ino == before.st_ino, after.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw refuse("changed while it was being opened")
+        }
+        var head = [UInt8](repeating: 0, count: 16)
+        let count = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, 0) }
+        let first = head.prefix(max(count, 0))
+        if Array(first) == Array("SQLite format 3\0".utf8) {
+            format = .sqlite
+        } else if first.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+            close(fd)
+            throw AccountdError(
+                .accountCorrupt,
+                "import of account \(account): \(path) is a jsonl export (rows as JSON objects); it carries the rows but not the schema, and cannot be imported. "
+                    + "Export the account with --format sql or --format sqlite to have a file that comes back; nothing was changed",
+                account: account.rawValue, file: path)
+        } else {
+            format = .sql
+        }
+        self.path = path
+        descriptor = fd
+        size = Int64(after.st_size)
+    }
+
+    deinit { close(descriptor) }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Whether `info`'s mode bits let `caller` read it.
+    private static func readable(_ info: stat, by caller: Caller) -> Bool {
+        if info.st_uid == caller.uid { return info.st_mode & S_IRUSR != 0 }
+        if info.st_gid == caller.gid || caller.groups.contains(info.st_gid) { return info.st_mode & S_IRGRP != 0 }
+        return info.st_mode & S_IROTH != 0
+    }
+
+    /// Copies the file to `destination` (created 0600, exclusively, not through a link) and
+    /// syncs the copy.
+    func copy(to destination: String) throws {
+        let output = open(destination, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw AccountdError.storage("creating", path: destination, errno: errno) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw AccountdError.storage("reading", path: path, errno: errno)
+            }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let step = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, count - written) }
+                if step < 0 {
+                    if errno == EINTR { continue }
+                    throw AccountdError.storage("writing", path: destination, errno: errno)
+                }
+                written += step
+            }
+            offset += off_t(count)
+        }
+        guard fsync(output) == 0 else { throw AccountdError.storage("fsync of", path: destination, errno: errno) }
+    }
+
+    /// The file's bytes, mapped read-only (not read into memory), for `body`.
+    func withMappedBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        let mapped: UnsafeMutableRawPointer? = mmap(nil, Int(size), PROT_READ, MAP_PRIVATE, descriptor, 0)
+        guard let base = mapped, base != UnsafeMutableRawPointer(bitPattern: -1) else {
+            throw AccountdError.storage("mapping", path: path, errno: errno)
+        }
+        defer { munmap(base, Int(size)) }
+        return try body(UnsafeRawBufferPointer(start: base, count: Int(size)))
+    }
+}

@@ -1,0 +1,92 @@
+import AccountdProtocol
+import CSQLiteConfig
+import Foundation
+import GRDBSQLite
+
+/// Replays SQL text (the `sql` export) into a new database file, as `sqlite3 new.db < dump.sql`
+/// would, on a connection that can reach nothing but that file.
+///
+/// The statements run one at a time through SQLite's C API, read from the mapped file.
+/// SQLite's authorizer refuses `ATTACH` and `DETACH` (and the limit on attached databases is
+/// zero, which also stops `VACUUM INTO`), every pragma but those the export writes
+/// (`foreign_keys`, `ignore_check_constraints`, `writable_schema`, `user_version`,
+/// `application_id`), and extensions are off: a hostile file cannot make the daemon write
+/// anywhere but the staged file, or read anything else. What it builds is then checked like
+/// any account file (``AccountImport``).
+enum SQLReplay {
+    /// The pragmas the `sql` export writes, the only ones a replay runs.
+    static let allowedPragmas: Set<String> = ["foreign_keys", "ignore_check_constraints", "writable_schema", "user_version", "application_id"]
+
+    /// Runs the SQL in `text` against a new database at `path`.
+    ///
+    /// - Throws: `accountCorrupt` naming the statement's number and SQLite's message when
+    ///   a statement fails, is refused, or the text ends inside a transaction; `storage` when
+    ///   the database cannot be made.
+    static func run(_ text: UnsafeRawBufferPointer, into path: String, account: AccountName, source: String) throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let db = handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            throw AccountdError(.storage, "creating the import's staging database \(path) failed: \(message)", account: account.rawValue, file: path)
+        }
+        defer { sqlite3_close_v2(db) }
+        _ = accountd_sqlite3_load_extension_off(db)
+        _ = accountd_sqlite3_trusted_schema_off(db)
+        sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0)
+        // The staged file is synced once, whole, before it is linked into place.
+        _ = sqlite3_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", nil, nil, nil)
+        sqlite3_set_authorizer(
+            db,
+            { _, action, first, _, _, _ in
+                switch action {
+                case SQLITE_ATTACH, SQLITE_DETACH: return SQLITE_DENY
+                case SQLITE_PRAGMA:
+                    let name = first.map { String(cString: $0).lowercased() } ?? ""
+                    return SQLReplay.allowedPragmas.contains(name) ? SQLITE_OK : SQLITE_DENY
+                default: return SQLITE_OK
+                }
+            }, nil)
+        guard let base = text.baseAddress?.assumingMemoryBound(to: CChar.self) else {
+            throw AccountImport.refusal(account, source, "holds no SQL")
+        }
+        var position = base
+        let end = base + text.count
+        var number = 0
+        while position < end {
+            // A window of at most 1 GiB from here: no one statement of an export is that long.
+            let window = Int32(min(end - position, 1 << 30))
+            var statement: OpaquePointer?
+            var tail: UnsafePointer<CChar>?
+            let prepared = sqlite3_prepare_v2(db, position, window, &statement, &tail)
+            guard prepared == SQLITE_OK else {
+                throw failure(db, number: number + 1, account: account, source: source)
+            }
+            guard let statement else {
+                // Only blanks or comments were left.
+                guard let tail, tail > position else { break }
+                position = tail
+                continue
+            }
+            number += 1
+            var code = sqlite3_step(statement)
+            while code == SQLITE_ROW { code = sqlite3_step(statement) }
+            sqlite3_finalize(statement)
+            guard code == SQLITE_DONE else { throw failure(db, number: number, account: account, source: source) }
+            guard let tail, tail > position else { break }
+            position = tail
+        }
+        guard number > 0 else { throw AccountImport.refusal(account, source, "holds no SQL statement") }
+        guard sqlite3_get_autocommit(db) != 0 else {
+            throw AccountImport.refusal(
+                account, source, "ends inside a transaction (no COMMIT after statement \(number)): it was cut short; export the account again")
+        }
+    }
+
+    private static func failure(_ db: OpaquePointer, number: Int, account: AccountName, source: String) -> AccountdError {
+        let message = String(cString: sqlite3_errmsg(db))
+        return AccountImport.refusal(
+            account, source,
+            "is not an sql export accountd can replay: statement \(number) fails (\(message)); only the SQL an 'accountctl export --format sql' writes is taken")
+    }
+}

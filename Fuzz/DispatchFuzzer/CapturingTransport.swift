@@ -2,19 +2,18 @@
 import NIOCore
 import Synchronization
 
-/// A ``ReplyTransport`` that keeps every byte the dispatcher writes, in order, for the
+/// A ``ReplyOutput`` that keeps every byte the responder writes, in order, for the
 /// fuzzer to check: what a client on a socket would have read.
-final class CapturingTransport: ReplyTransport {
+final class CapturingTransport: ReplyOutput, Sendable {
     private let bytes = Mutex<[UInt8]>([])
 
-    func write(_ buffer: ByteBuffer) async throws(ClientGone) {
+    func write(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
         append(buffer)
+        promise?.succeed()
     }
 
-    /// Called from a pool thread during an export or a switch's progress.
-    func writeBlocking(_ buffer: ByteBuffer) throws(ClientGone) {
-        append(buffer)
-    }
+    var isActive: Bool { true }
+    var isGone: @Sendable () -> Bool { { false } }
 
     /// Everything written so far; empties the transport.
     func take() -> [UInt8] {

@@ -75,7 +75,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     return 0
 }
 
-/// Answers one line as `Connection` does: admitted, then started at once if possible, else run in a task.
+/// Answers one line as `Connection` does: through the responder, which runs it at once, in a group commit or in a task.
 func answer(_ line: [UInt8], made: inout Int) {
     let request: Request
     let invariants = ReplyInvariants(line: line, clientText: { [] }, context: failureContext)
@@ -105,26 +105,25 @@ func answer(_ line: [UInt8], made: inout Int) {
     let started = ContinuousClock.now
     defer { harness.statistics.record(request.method, ContinuousClock.now - started) }
     let replies: [Reply]
-    switch dispatcher.admit(line, peer: harness.peer) {
+    switch dispatcher.decode(line, peer: harness.peer, framing: .line) {
     case .blank:
         fatalError("a line that decodes to a request was taken as blank: \(failureContext())")
-    case .refused(let reply), .served(let reply):
+    case .refused, .service:
         harness.statistics.immediate += 1
-        replies = checked.check(Array(reply.encoded().utf8), for: request)
-    case .admitted(let call):
+        replies = checked.check(harness.respond(line).1, for: request)
+    case .call(let call):
         let isChange = request.method == .set || request.method == .delete
         if isChange && harness.statistics.requests % 2 == 1 {
             // Every other Set or Delete runs in a task even when its table is open.
-            replies = checked.check(harness.handle(call), for: request)
-        } else if let bytes = harness.start(call) {
-            if isChange { harness.statistics.withoutTask += 1 } else { harness.statistics.immediate += 1 }
-            replies = checked.check(bytes, for: request)
-            // An answer at once and the task's must agree (Info's uptime may have moved on).
-            if !isChange && request.method != .info {
-                checked.checkAgreement(atOnce: bytes, task: harness.handle(call), for: request)
-            }
+            replies = checked.check(harness.runInTask(call) { try await $0.change(call.command) }, for: request)
         } else {
-            replies = checked.check(harness.handle(call), for: request)
+            let (response, bytes) = harness.respond(line)
+            if response == .answered { harness.statistics.immediate += 1 } else if isChange { harness.statistics.withoutTask += 1 }
+            replies = checked.check(bytes, for: request)
+            // A Get or Keys answered at once and the same read in a task must agree.
+            if response == .answered, request.method == .get || request.method == .keys {
+                checked.checkAgreement(atOnce: bytes, task: harness.runInTask(call) { try await $0.read(call.command) }, for: request)
+            }
         }
     }
     for reply in replies {

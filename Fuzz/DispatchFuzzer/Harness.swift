@@ -3,6 +3,8 @@ import AccountdCore
 import AccountdProtocol
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// What stays from one input to the next: the temporary folder, the bundles, the daemon
@@ -72,44 +74,43 @@ final class Harness {
         }
     }
 
-    /// Runs `call` as a connection's task does, and returns the bytes written.
-    func handle(_ call: Dispatcher.Call) -> [UInt8] {
-        let transport = CapturingTransport()
-        let dispatcher = daemon.dispatcher
-        Blocking.wait {
-            let writer = ReplyWriter(transport)
-            do {
-                try await dispatcher.run(call, writer: writer)
-                try await writer.flush()
-            } catch {
-                preconditionFailure("ClientGone from a transport that never fails")
-            }
-        }
-        return transport.take()
+    /// Hands `line` to the responder as a connection does, and returns how it ran and the
+    /// bytes written once it has ended.
+    func respond(_ line: [UInt8]) -> (Dispatcher.Response, [UInt8]) {
+        let (dispatcher, peer) = (daemon.dispatcher, peer)
+        return serve { writer in dispatcher.respond(to: line, peer: peer, framing: .line, writer: writer) }
     }
 
-    /// Starts `call` as a connection does, without a task, and returns the bytes written:
-    /// an answer at once, or a group commit's; nil when the call needs a task (see
-    /// ``Dispatcher/start(_:committed:)``).
-    func start(_ call: Dispatcher.Call) -> [UInt8]? {
-        let committed = DispatchSemaphore(value: 0)
-        let ending = Mutex<Dispatcher.Committed?>(nil)
-        let start = daemon.dispatcher.start(call) { end in
-            ending.withLock { $0 = end }
-            committed.signal()
-        }
-        switch start {
-        case .task, .watch: return nil
-        case .answered(let reply): return Array(reply.encoded().utf8)
-        case .committing:
-            committed.wait()
-            // The connection ends the call on its event loop; here, on this thread.
-            switch daemon.dispatcher.end(call, ending.withLock({ $0 })!) {
-            case .answered(let reply): return Array(reply.encoded().utf8)
-            // A switch closed the table meanwhile: the connection hands the call to a task.
-            case .retry(let retry): return handle(retry)
+    /// Runs `call` in a task, as the responder runs the calls that wait, whatever way it
+    /// would have chosen, and returns the bytes written: `body` is the work of that task.
+    func runInTask(_ call: Dispatcher.Call, _ body: @escaping @Sendable (Dispatcher) async throws -> Reply) -> [UInt8] {
+        let dispatcher = daemon.dispatcher
+        return serve { writer in dispatcher.task(call, writer) { _ in try await body(dispatcher) } }.1
+    }
+
+    /// Runs `start` with a connection's writer on an event loop, waits until the request has
+    /// ended, and returns what `start` returned and every byte written.
+    private func serve(_ start: @escaping @Sendable (ConnectionWriter) -> Dispatcher.Response) -> (Dispatcher.Response, [UInt8]) {
+        let output = CapturingTransport()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let ended = DispatchSemaphore(value: 0)
+        let response = try! loop.submit { () -> Dispatcher.Response in
+            let writer = ConnectionWriter(loop: loop, output: output)
+            writer.requestEnded = {
+                writer.flush()
+                writer.requestEnded = {}
+                ended.signal()
             }
-        }
+            let response = start(writer)
+            if response != .running {
+                writer.flush()
+                writer.requestEnded = {}
+                ended.signal()
+            }
+            return response
+        }.wait()
+        ended.wait()
+        return (response, output.take())
     }
 
     /// Removes the temporary folder at the end of a run that found nothing.

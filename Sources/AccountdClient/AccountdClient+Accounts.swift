@@ -58,6 +58,10 @@ extension AccountdClient {
 
     /// Makes `account` the active account, creating or migrating its file as needed.
     ///
+    /// The result's `path` is the account file's absolute path, for an app that runs as
+    /// the daemon's own user and opens the file itself (docs/APPS.md): open it only after
+    /// this returns, and again after a `migration` event from ``watch()``.
+    ///
     /// ```swift
     /// let result = try await client.switchAccount("alice")
     /// if result.action == "migrated" { print("migrated from", result.fromVersion ?? 0) }

@@ -55,7 +55,8 @@ public enum Daemon {
     }
 
     /// The process's settings that come before anything else: the file mode mask, the
-    /// signals the daemon ignores, the malloc arenas, the WAL bound of every connection.
+    /// signals the daemon ignores, the malloc arenas, the WAL bound of every connection, and
+    /// whether checkpoints are left to Litestream.
     private static func prepareProcess(_ settings: DaemonSettings) {
         umask(0o077)
         // SIGHUP's default action ends the process; ignore it until the reload service traps it.
@@ -65,6 +66,7 @@ public enum Daemon {
         signal(SIGXFSZ, SIG_IGN)
         Malloc.boundArenas()
         Connections.limitWAL(toBytes: settings.walMaxBytes)
+        Connections.leaveCheckpointsToReplicator(settings.replication != nil)
     }
 
     /// With replication, brings a missing device.sqlite back from the replica

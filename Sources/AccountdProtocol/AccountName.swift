@@ -108,7 +108,7 @@ extension ProtocolError {
     /// The error reply for a refused account name: `InvalidAccountName`, with the
     /// refused name as the fact `account`.
     public init(_ error: InvalidAccountName) {
-        self.init(.invalidAccountName, error.description, facts: [("account", .string(error.name))])
+        self.init(error.wireName, error.wireMessage, facts: error.wireFacts)
     }
 }
 

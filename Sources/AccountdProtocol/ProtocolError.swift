@@ -13,11 +13,6 @@ public struct ProtocolError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(name.shortName): \(message)" }
 
-    /// The error reply for this error.
-    public var reply: Reply {
-        Reply(error: name, parameters: .object([("message", .string(message))] + facts))
-    }
-
     /// Decodes an error reply, as a client receives it: the name, the `message`, and
     /// every other parameter as a fact.
     ///

@@ -12,7 +12,9 @@ struct SwitchCommand: AsyncParsableCommand {
             given (then the daemon answers AccountNotFound). An older file is migrated \
             first, after a snapshot; on a terminal a progress bar shows each step. A file \
             newer than the bundle is refused (AccountTooNew) unless it declares itself \
-            compatible. Needs an admin peer.
+            compatible. Needs a write grant on ACCOUNT (or an admin peer). The last \
+            line names the account file's absolute path (`path` with --json), for an \
+            app that runs as the daemon's own user and opens the file itself.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -48,7 +50,7 @@ struct SwitchCommand: AsyncParsableCommand {
         print(Self.describe(result))
     }
 
-    /// One sentence for the last reply: what happened, the versions, how long it took.
+    /// One sentence for the last reply: what happened, the versions, how long it took; then the file.
     static func describe(_ result: SwitchResult) -> String {
         let account = result.account
         let version = result.version
@@ -68,6 +70,7 @@ struct SwitchCommand: AsyncParsableCommand {
         if let previous = result.previous, previous != account {
             text += "\nThe previous account was \(previous)."
         }
+        text += "\nFile: \(result.path)"
         return text
     }
 }

@@ -28,7 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
         completion: .file())
     var varlinkSocket: String?
 
-    @Option(help: "The schema bundle folder.", completion: .directory)
+    @Option(help: "The schema bundle folder (default: share/accountd/schema beside the folder holding accountd: /usr/share/accountd/schema for /usr/bin/accountd).", completion: .directory)
     var schema: String?
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")

@@ -40,6 +40,7 @@ import Testing
         #expect(switched.action == "migrated")
         #expect(switched.fromVersion == 1)
         #expect(switched.version == 3)
+        #expect(switched.path == daemon.accountPath("alice"), "the account file's absolute path")
 
         let status = try await client.status()
         #expect(status.active == "alice")

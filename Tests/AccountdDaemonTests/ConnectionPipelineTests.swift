@@ -65,6 +65,24 @@ import Testing
         }
     }
 
+    /// A request refused by the connection's state is refused before it is decoded or its
+    /// access checked: during shutdown, a line that is no request, and one that would be
+    /// refused for its parameters, get `ShuttingDown` like any other, counted under `unknown`.
+    @Test func aRequestRefusedByStateIsRefusedBeforeItIsDecoded() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path) { daemon in
+            let pipe = try PipelineUnderTest(daemon)
+            let turn = ConnectionStateMachine.requestsPerTurn
+            try pipe.send(String(repeating: Self.ping, count: turn) + "not a request\n" + "switch ../etc\n" + Self.ping)
+            #expect(try pipe.replies(runningTheLoop: false).count == turn, "the connection yields after a turn")
+            pipe.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
+            #expect(try pipe.replies().map(\.error) == [.shuttingDown, .shuttingDown, .shuttingDown])
+            #expect(!pipe.channel.isActive)
+            let text = daemon.metrics.registry.emitToString()
+            #expect(text.contains(#"accountd_requests_total{method="unknown",outcome="ShuttingDown"} 3"#), "\(text)")
+        }
+    }
+
     @Test func shutdownClosesAnIdleConnectionWithoutAReply() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path) { daemon in

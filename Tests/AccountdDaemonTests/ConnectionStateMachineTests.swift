@@ -24,6 +24,8 @@ import Testing
         case inputClosed
         case shutdown(writable: Bool = true)
         case idleTimer
+        /// The channel closed or failed (a write failed).
+        case closed
 
         static var next: Event { .next() }
         static var shutdown: Event { .shutdown() }
@@ -43,6 +45,7 @@ import Testing
             case .inputClosed: "inputClosed"
             case .shutdown(let writable): writable ? "shutdown" : "shutdown(unwritable)"
             case .idleTimer: "idleTimer"
+            case .closed: "closed"
             }
         }
     }
@@ -65,6 +68,10 @@ import Testing
     static func line(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     static let rows: [Row] = [
+        // A write that fails as a request begins (the writer flushes before a task) closes the
+        // connection under it: the request starting, or the Watch, leaves it closed.
+        Row(events: [.request("a"), .next, .closed, .started], output: .nothing, state: .closing),
+        Row(events: [.request("a"), .next, .closed, .watchStarted], output: .action(.close), state: .closing),
         // Answering in order.
         Row(events: [.request("a"), .next], output: .step(.answer(line("a"))), state: .idle(.open)),
         Row(events: [.request("a"), .request("b"), .next, .next], output: .step(.answer(line("b"))), state: .idle(.open)),
@@ -168,6 +175,7 @@ import Testing
         case .inputClosed: return .action(machine.inputClosed())
         case .shutdown(let writable): return .action(machine.shutdownBegan(isWritable: writable))
         case .idleTimer: return .action(machine.idleTimerFired())
+        case .closed: machine.closed()
         }
         return .nothing
     }

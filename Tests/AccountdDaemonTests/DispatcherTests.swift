@@ -3,13 +3,14 @@ import AccountdProtocol
 import AccountdTestSupport
 import Foundation
 import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
 @testable import AccountdDaemon
 
-/// The dispatcher's three steps (admit, start, run) over real services on a temporary
-/// data root: what each request is decoded to, how it is run, and what it replies.
+/// The one responder over real services on a temporary data root: what each request is
+/// decoded to, how it runs, and what it replies.
 @Suite struct DispatcherTests {
     static let namespaces: [NamespaceDeclaration] = [
         .init(name: "user", scope: .account), .init(name: "switch", scope: .device), .init(name: "memory", scope: .memory),
@@ -18,14 +19,14 @@ import Testing
     static let admin = PeerCredentials(pid: 0, uid: getuid(), gid: getgid())
     static let stranger = PeerCredentials(pid: 0, uid: 54_321, gid: 54_321)
 
-    @Test func admitDecodesOnceIntoATypedCommand() async throws {
+    @Test func decodingReadsALineOnceIntoATypedCommand() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in
-            let call = try Self.admitted(daemon, #"{"method":"io.accountd.Switch","parameters":{"account":"alice","create":false},"more":true}"#)
+            let call = try Self.decoded(daemon, #"{"method":"io.accountd.Switch","parameters":{"account":"alice","create":false},"more":true}"#)
             #expect(call.command == .switchAccount(account: try AccountName("alice"), create: false))
             #expect(call.more)
-            #expect(try Self.admitted(daemon, "set user theme \"dark\"").command == .set(PreferenceKey(namespace: "user", key: "theme"), value: "dark"))
-            guard case .blank = daemon.dispatcher.admit(Array("   ".utf8), peer: Self.admin) else {
+            #expect(try Self.decoded(daemon, "set user theme \"dark\"").command == .set(PreferenceKey(namespace: "user", key: "theme"), value: "dark"))
+            guard case .blank = daemon.dispatcher.decode(Array("   ".utf8), peer: Self.admin, framing: .line) else {
                 Issue.record("a blank line is not a request")
                 return
             }
@@ -40,10 +41,10 @@ import Testing
         (#"{"method":"io.accountd.Switch","parameters":{"account":7}}"#, .invalidParameter),
         (#"{"method":"io.accountd.Set","parameters":{"namespace":"user","key":"k"}}"#, .invalidValue),
     ])
-    func admitRefusesBadRequestsWithTheirWireError(line: String, error: ErrorName) async throws {
+    func badRequestsAreRefusedWithTheirWireError(line: String, error: ErrorName) async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path) { daemon in
-            let reply = try #require(Self.refusal(daemon, line))
+            let reply = try #require(try await Self.refusal(daemon, line))
             #expect(reply.error == error, "\(line) -> \(reply.encoded())")
         }
     }
@@ -52,52 +53,42 @@ import Testing
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path) { daemon in
             // A bad name from a peer that may not switch at all: PermissionDenied, not InvalidAccountName.
-            let reply = try #require(Self.refusal(daemon, "switch ../etc", peer: Self.stranger))
+            let reply = try #require(try await Self.refusal(daemon, "switch ../etc", peer: Self.stranger))
             #expect(reply.error == .permissionDenied, "\(reply.encoded())")
             // Anyone may read.
-            _ = try Self.admitted(daemon, "status", peer: Self.stranger)
+            _ = try Self.decoded(daemon, "status", peer: Self.stranger)
         }
     }
 
-    @Test func startAnswersFromMemoryAndLeavesWaitingWorkToATask() async throws {
+    @Test func memoryAnswersAtOnceAndWaitingWorkRunsOn() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in
-            let ping = try Self.started(daemon, "ping")
-            guard case .answered(let pong) = ping else { throw Failure("Ping is answered at once, got \(ping)") }
-            #expect(pong.error == nil)
-            guard case .answered(let status) = try Self.started(daemon, "status") else { throw Failure("Status is answered at once") }
-            #expect(try DaemonStatus(parameters: status.parameters) == DaemonStatus(active: nil, state: "idle", version: nil, bundleVersion: 3))
-            guard case .task = try Self.started(daemon, "switch alice") else { throw Failure("Switch needs a task") }
-            guard case .task = try Self.started(daemon, "status alice") else { throw Failure("an account's Status needs a task") }
-            guard case .watch = try Self.started(daemon, #"{"method":"io.accountd.Watch","more":true}"#) else {
-                throw Failure("Watch belongs to the connection")
-            }
+            let ping = try await Self.respond(daemon, "ping")
+            #expect(ping.response == .answered && ping.replies.map(\.error) == [nil], "\(ping)")
+            let status = try await Self.respond(daemon, "status")
+            #expect(status.response == .answered)
+            #expect(try DaemonStatus(parameters: try #require(status.replies.first).parameters) == DaemonStatus(active: nil, state: "idle", version: nil, bundleVersion: 3))
             // A per-account namespace with no active account: refused at once.
-            guard case .answered(let refused) = try Self.started(daemon, "get user theme") else { throw Failure("answered at once") }
-            #expect(refused.error == .noActiveAccount)
+            let refused = try await Self.respond(daemon, "get user theme")
+            #expect(refused.response == .answered && refused.replies.map(\.error) == [.noActiveAccount])
+            #expect(try await Self.respond(daemon, "switch alice").response == .running, "Switch runs in a task")
+            #expect(try await Self.respond(daemon, "status alice").response == .running, "an account's Status runs in a task")
+            let watch = try await Self.respond(daemon, #"{"method":"io.accountd.Watch","more":true}"#)
+            #expect(watch.response == .watching && watch.replies.isEmpty, "Watch belongs to the connection")
         }
     }
 
     @Test func memoryAndDeviceChangesAreAnsweredWithoutATaskAndReadBack() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in
-            guard case .answered(let set) = try Self.started(daemon, "set memory mode 3") else { throw Failure("a memory Set is answered at once") }
-            #expect(set.error == nil)
-            let call = try Self.admitted(daemon, #"set switch last "alice""#)
-            var start: Dispatcher.Start?
-            let committed = await withCheckedContinuation { (continuation: CheckedContinuation<Dispatcher.Committed?, Never>) in
-                start = daemon.dispatcher.start(call) { continuation.resume(returning: $0) }
-                if case .committing? = start { return }
-                continuation.resume(returning: nil)
-            }
-            guard case .committing? = start, let committed else {
-                throw Failure("a device Set goes to its group commit, got \(String(describing: start))")
-            }
-            guard case .answered(let reply) = daemon.dispatcher.end(call, committed) else { throw Failure("the commit answered") }
-            #expect(reply.error == nil, "\(reply.encoded())")
+            let memory = try await Self.respond(daemon, "set memory mode 3")
+            #expect(memory.response == .answered && memory.replies.map(\.error) == [nil], "a memory Set is answered at once")
+            let device = try await Self.respond(daemon, #"set switch last "alice""#)
+            #expect(device.response == .running && device.replies.map(\.error) == [nil], "a device Set goes to its group commit: \(device)")
             for (line, value) in [("get memory mode", JSONValue.int(3)), ("get switch last", "alice")] {
-                guard case .answered(let got) = try Self.started(daemon, line) else { throw Failure("\(line) is answered at once") }
-                #expect(try PreferenceValue(parameters: got.parameters).value == value)
+                let got = try await Self.respond(daemon, line)
+                #expect(got.response == .answered, "\(line) is answered at once")
+                #expect(try PreferenceValue(parameters: try #require(got.replies.first).parameters).value == value)
             }
             #expect(FileManager.default.fileExists(atPath: dir.path + "/device.sqlite"))
         }
@@ -152,37 +143,62 @@ import Testing
         init(_ description: String) { self.description = description }
     }
 
-    static func admitted(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) throws -> Dispatcher.Call {
-        guard case .admitted(let call) = daemon.dispatcher.admit(Array(line.utf8), peer: peer) else {
-            throw Failure("\(line) was not admitted")
+    static func decoded(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) throws -> Dispatcher.Call {
+        guard case .call(let call) = daemon.dispatcher.decode(Array(line.utf8), peer: peer, framing: .line) else {
+            throw Failure("\(line) was not decoded into a call")
         }
         return call
     }
 
-    static func refusal(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) -> Reply? {
-        guard case .refused(let reply) = daemon.dispatcher.admit(Array(line.utf8), peer: peer) else { return nil }
-        return reply
+    /// The error reply to a line refused as it is decoded; nil when it was decoded.
+    static func refusal(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) async throws -> Reply? {
+        guard case .refused = daemon.dispatcher.decode(Array(line.utf8), peer: peer, framing: .line) else { return nil }
+        return try await respond(daemon, line, peer: peer).replies.last
     }
 
-    static func started(_ daemon: DaemonParts, _ line: String) throws -> Dispatcher.Start {
-        daemon.dispatcher.start(try admitted(daemon, line)) { _ in }
+    /// Hands `line` to the responder as a connection does, on an event loop, and returns how
+    /// it ran and its replies, once it has ended.
+    static func respond(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) async throws -> (
+        response: Dispatcher.Response, replies: [Reply]
+    ) {
+        let output = Capture()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let dispatcher = daemon.dispatcher
+        let (response, ended) = try await loop.submit { () -> (Dispatcher.Response, EventLoopFuture<Void>) in
+            let writer = ConnectionWriter(loop: loop, output: output)
+            let ended = loop.makePromise(of: Void.self)
+            writer.requestEnded = {
+                writer.flush()
+                writer.requestEnded = {}
+                ended.succeed()
+            }
+            let response = dispatcher.respond(to: Array(line.utf8), peer: peer, framing: .line, writer: writer)
+            if response != .running {
+                writer.flush()
+                writer.requestEnded = {}
+                ended.succeed()
+            }
+            return (response, ended.futureResult)
+        }.get()
+        try await ended.get()
+        return (response, try output.replies())
     }
 
-    /// Runs `line` as a connection's task does and returns its replies.
-    static func run(_ daemon: DaemonParts, _ line: String) async throws -> [Reply] {
-        let transport = Capture()
-        let writer = ReplyWriter(transport)
-        try await daemon.dispatcher.run(try admitted(daemon, line), writer: writer)
-        try await writer.flush()
-        return try transport.replies()
+    /// Runs `line` and returns its replies.
+    static func run(_ daemon: DaemonParts, _ line: String, peer: PeerCredentials = admin) async throws -> [Reply] {
+        try await respond(daemon, line, peer: peer).replies
     }
 
     /// Keeps what is written, as a client would read it.
-    final class Capture: ReplyTransport {
+    final class Capture: ReplyOutput, Sendable {
         private let bytes = Mutex<[UInt8]>([])
 
-        func write(_ buffer: ByteBuffer) async throws(ClientGone) { bytes.withLock { $0 += buffer.readableBytesView } }
-        func writeBlocking(_ buffer: ByteBuffer) throws(ClientGone) { bytes.withLock { $0 += buffer.readableBytesView } }
+        func write(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+            bytes.withLock { $0 += buffer.readableBytesView }
+            promise?.succeed()
+        }
+        var isActive: Bool { true }
+        var isGone: @Sendable () -> Bool { { false } }
 
         func replies() throws -> [Reply] {
             try bytes.withLock { $0 }.split(separator: UInt8(ascii: "\n")).map { try Reply.decode($0) }

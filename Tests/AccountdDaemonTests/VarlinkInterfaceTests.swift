@@ -43,7 +43,7 @@ import Testing
             .list: [ListEntry(account: "alice", sizeBytes: 4096, details: .init(version: 3, state: "current", disk: disk)), ListSummary(count: 1)],
             .switchAccount: [
                 SwitchProgress(step: 1, of: 2, name: "0002_x.sql"),
-                SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: true, durationMs: 1.5),
+                SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: true, durationMs: 1.5, path: "/var/lib/accountd/accounts/alice.sqlite"),
             ],
             .export: [
                 ExportRow(table: "user", row: .object([("id", 1)])), ExportChunk.sql("CREATE TABLE t(x);"), ExportChunk.data([1, 2, 3]),

@@ -80,6 +80,23 @@ import Testing
         }
     }
 
+    /// A `oneway` call refused by the connection's state (the daemon stopping) still gets
+    /// no reply, though the call is not decoded: only its envelope is read.
+    @Test func aOnewayCallRefusedWhileStoppingGetsNoReply() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path) { daemon in
+            let pipe = try PipelineUnderTest(daemon, framing: .varlink)
+            let turn = ConnectionStateMachine.requestsPerTurn
+            try pipe.send(
+                String(repeating: Self.ping, count: turn) + #"{"method":"io.accountd.Ping","oneway":true}"# + "\0"
+                    + #"{"method":"io.accountd.Switch","parameters":{"account":"../etc"},"oneway":true}"# + "\0" + Self.ping)
+            #expect(try pipe.replies(runningTheLoop: false).count == turn)
+            pipe.channel.pipeline.fireUserInboundEventTriggered(Connection.ShutdownRequested())
+            #expect(try pipe.replies().map(\.error) == [.shuttingDown])
+            #expect(!pipe.channel.isActive)
+        }
+    }
+
     @Test func upgradeIsRefused() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path) { daemon in

@@ -22,7 +22,7 @@ import Testing
         ListEntry(account: "alice", sizeBytes: 10, details: .init(version: nil, state: "corrupt")),
         ListSummary(count: 2),
         SwitchProgress(step: 1, of: 2, name: "0002_add_age"),
-        SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: false, durationMs: 12.5),
+        SwitchResult(account: "alice", previous: "bob", action: "migrated", fromVersion: 1, version: 3, compatible: false, durationMs: 12.5, path: "/var/lib/accountd/accounts/alice.sqlite"),
         MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 2, version: 3)),
         MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.AccountTooNew", message: "too new")),
         MigrateSummary(count: 1, migrated: 1, current: 0, failed: 0, results: [MigrateResult(account: "a", outcome: .done(result: "current", fromVersion: nil, version: 3))]),
@@ -67,10 +67,10 @@ import Testing
     }
 
     @Test func keysGoOutInTheDocumentedOrder() {
-        let result = SwitchResult(account: "alice", previous: nil, action: "created", fromVersion: nil, version: 3, compatible: false, durationMs: 1.5)
+        let result = SwitchResult(account: "alice", previous: nil, action: "created", fromVersion: nil, version: 3, compatible: false, durationMs: 1.5, path: "/d/accounts/alice.sqlite")
         #expect(
             result.parameters.serialized()
-                == #"{"account":"alice","previous":null,"action":"created","fromVersion":null,"version":3,"compatible":false,"durationMs":1.5}"#)
+                == #"{"account":"alice","previous":null,"action":"created","fromVersion":null,"version":3,"compatible":false,"durationMs":1.5,"path":"/d/accounts/alice.sqlite"}"#)
         #expect(
             WatchEvent.changed(.init(namespace: "app", key: "k", scope: "global", account: nil, value: nil, deleted: true)).parameters.serialized()
                 == #"{"event":"changed","namespace":"app","key":"k","scope":"global","value":null,"deleted":true}"#)

@@ -32,6 +32,7 @@ struct VarlinkClientTests {
         #expect(out["ping"] == .object([]))
         #expect(out["status"]?["state"] != nil)
         #expect(out["switch"]?["account"] == "alice" && out["switch"]?["action"] == "created")
+        #expect(out["switch"]?["path"] == .string(daemon.accountPath("alice")), "\(out["switch"] ?? .null)")
         #expect(out["switchMore"]?.arrayValue?.last?["account"] == "bob", "\(out["switchMore"] ?? .null)")
         let list = try #require(out["list"]?.arrayValue)
         #expect(list.compactMap { $0["account"]?.stringValue }.sorted() == ["alice", "bob"] && list.last?["count"] == 2, "\(list)")

@@ -158,8 +158,10 @@ public final class AccountStore: Sendable {
         let target = bundle.targetVersion
         let stamp = FileStamp(path: path)
         let walStamp = FileStamp(path: path + "-wal")
+        // Facts remembered by a shallow read (``readFacts(_:busy:)``) are taken only for a file
+        // that passed the deep check at this stamp.
         if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp,
-            cached.facts.version >= target
+            cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp
         {
             return (cached.facts, nil)
         }
@@ -359,12 +361,21 @@ public final class AccountStore: Sendable {
     ///   ``Options/lockTimeout``.
     private func readFacts(_ account: AccountName, busy: Duration? = nil) throws -> AccountFacts {
         let path = root.accountPath(account)
-        if let main = FileStamp(path: path), let cached = known.withLock({ $0[account] }), cached.main == main,
-            cached.wal == FileStamp(path: path + "-wal")
-        {
+        let main = FileStamp(path: path)
+        let wal = FileStamp(path: path + "-wal")
+        if let main, let cached = known.withLock({ $0[account] }), cached.main == main, cached.wal == wal {
             return cached.facts
         }
-        return try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)
+        let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)
+        // Remembered only when neither file changed while it was read, so that what was read
+        // is what the stamps describe; but a read-only connection leaves an empty `-wal` where
+        // there was none, which changes nothing read. (``open(_:create:holding:progress:)``
+        // still scans a file remembered this way once, as ``checked`` does not have it.)
+        let walAfter = FileStamp(path: path + "-wal")
+        if let main, main == FileStamp(path: path), walAfter == wal || (wal == nil && walAfter?.size == 0) {
+            known.withLock { $0[account] = (main, walAfter, facts) }
+        }
+        return facts
     }
 
     /// Where a readable file stands against the bundle's target.

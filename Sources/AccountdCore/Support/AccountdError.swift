@@ -4,7 +4,7 @@ import AccountdProtocol
 ///
 /// Each error carries the facts a person needs to act: which account, which
 /// file and line, which versions, and what to do next. ``kind`` is what programs
-/// switch on; ``wireName`` maps it to the protocol's error name in one place.
+/// switch on; as a ``WireError`` it declares its wire form, the name being its kind's.
 public struct AccountdError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a closed set that callers can compare against.
     ///
@@ -94,11 +94,27 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         self.details = details
     }
 
-    /// The wire name of this error.
-    public var wireName: ErrorName { kind.wireName }
-
     public var description: String {
         details.isEmpty ? message : message + "\n" + details.map { "  - " + $0 }.joined(separator: "\n")
+    }
+}
+
+/// How a core error goes on the wire: its kind's name, its message, and every fact it carries.
+extension AccountdError: WireError {
+    /// The wire name of this error: its kind's (``Kind/wireName``).
+    public var wireName: ErrorName { kind.wireName }
+    /// ``message``.
+    public var wireMessage: String { message }
+    /// `account`, `file`, `line`, `fromVersion`, `toVersion` and `details`, those it has, in that order.
+    public var wireFacts: [(String, JSONValue)] {
+        var facts: [(String, JSONValue)] = []
+        if let account { facts.append(("account", .string(account))) }
+        if let file { facts.append(("file", .string(file))) }
+        if let line { facts.append(("line", JSONValue(line))) }
+        if let fromVersion { facts.append(("fromVersion", JSONValue(fromVersion))) }
+        if let toVersion { facts.append(("toVersion", JSONValue(toVersion))) }
+        if !details.isEmpty { facts.append(("details", .array(details.map { .string($0) }))) }
+        return facts
     }
 }
 

@@ -57,10 +57,22 @@ public enum Connections {
         walSizeLimit.store(max(bytes, 0), ordering: .relaxed)
     }
 
+    /// Whether a replicator (Litestream) reads the accounts' WALs: the daemon then leaves
+    /// checkpoints to it. A checkpoint that resets the WAL before Litestream has copied its
+    /// frames loses them from the replica (a 100,000-row migration was missing from a
+    /// pulled copy).
+    static let replicated = Atomic<Bool>(false)
+
+    /// Says whether Litestream replicates the accounts (``replicated``), at start and at each reload.
+    public static func leaveCheckpointsToReplicator(_ on: Bool) {
+        replicated.store(on, ordering: .relaxed)
+    }
+
     /// Checkpoints the WAL into the file and truncates it to nothing, if no reader is in the
     /// way right now: it never waits (a reader elsewhere leaves the WAL as it is, and
     /// ``walSizeLimit`` cuts it back at a later checkpoint). Best effort: a failure changes nothing.
     static func truncateWAL(_ db: Database) {
+        guard !replicated.load(ordering: .relaxed) else { return }
         guard let timeout = try? Int.fetchOne(db, sql: "PRAGMA busy_timeout") else { return }
         try? db.execute(sql: "PRAGMA busy_timeout = 0")
         _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")

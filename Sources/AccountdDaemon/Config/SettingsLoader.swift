@@ -135,7 +135,7 @@ public struct SettingsLoader: Sendable {
             "data.root": .init(.string(state ?? "/var/lib/accountd"), isSecret: false),
             "socket.path": .init(.string((runtimeDirectory ?? "/run/accountd") + "/accountd.sock"), isSecret: false),
             "socket.mode": .init(.string("0660"), isSecret: false),
-            "schema.dir": .init(.string("/usr/local/share/accountd/schema"), isSecret: false),
+            "schema.dir": .init(.string(InstalledBundle.defaultDirectory), isSecret: false),
             "log.level": .init(.string("info"), isSecret: false),
             "requests.maxBytes": .init(.int(1 << 20), isSecret: false),
             "accounts.lockTimeoutSeconds": .init(.double(30), isSecret: false),

@@ -2,28 +2,17 @@ import AccountdCore
 import AccountdProtocol
 
 extension Dispatcher {
-    /// `Status`: the caller's view of the daemon (its own active account) without `account`.
-    func status(_ account: AccountName?, peer: PeerCredentials, writer: ReplyWriter) async throws {
-        guard let account else {
-            try await writer.send(Reply(services.switching.daemonStatus(for: peer.uid)))
-            return
-        }
-        var reply = AccountStatusReply(try await services.switching.accountStatus(account))
-        if reply.exists { reply.disk = try await services.switching.diskUse(account) }
-        try await writer.send(Reply(reply))
-    }
-
     /// `List`: the accounts `peer` may read (every one for an admin).
-    func list(details: Bool, peer: PeerCredentials, writer: ReplyWriter) async throws {
+    func list(details: Bool, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
         let entries = try await services.switching.list(details: details, include: readable(by: peer))
         for entry in entries {
             try await writer.send(Reply(entry, continues: true))
         }
-        try await writer.send(Reply(ListSummary(count: entries.count)))
+        return Reply(ListSummary(count: entries.count))
     }
 
     /// `Switch`: makes `account` the active account of `uid`, the caller.
-    func switchAccount(_ account: AccountName, create: Bool, uid: UInt32, more: Bool, writer: ReplyWriter) async throws {
+    func switchAccount(_ account: AccountName, create: Bool, uid: UInt32, more: Bool, writer: ReplyWriter) async throws -> Reply {
         var progress: ProgressHandler?
         if more {
             try await writer.flush()
@@ -38,8 +27,8 @@ extension Dispatcher {
         let reply = SwitchResult(
             account: account.rawValue, previous: switched.previous?.rawValue, action: outcome.action.rawValue,
             fromVersion: outcome.fromVersion, version: outcome.version, compatible: outcome.compatible,
-            durationMs: (outcome.durationMs * 1000).rounded() / 1000)
-        try await writer.send(Reply(reply))
+            durationMs: (outcome.durationMs * 1000).rounded() / 1000, path: services.switching.root.accountPath(account))
+        return Reply(reply)
     }
 
     /// Migrates the accounts `migrateConcurrency` at a time, staged as `rollout` says (its
@@ -47,7 +36,7 @@ extension Dispatcher {
     /// `create`, or the release rolled back with `rollbackTo`); with `more`, one reply per
     /// account as each finishes. A failed account stops the others only through the
     /// rollout's bounds; the accounts then not begun are `skipped`.
-    func migrate(_ target: MigrateTarget, rollout: MigrateRollout, more: Bool, writer: ReplyWriter) async throws {
+    func migrate(_ target: MigrateTarget, rollout: MigrateRollout, more: Bool, writer: ReplyWriter) async throws -> Reply {
         let switching = services.switching
         if let version = rollout.rollbackTo { try RollBack.check(to: version, bundleVersion: services.stores.current.targetVersion) }
         let named: [AccountName] =
@@ -90,11 +79,11 @@ extension Dispatcher {
             }
         }
         for account in pending { try await report(MigrateResult(account: account.rawValue, outcome: .skipped), now: false) }
-        try await writer.send(Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results)))
         if accounts.count >= Self.trimAfter {
             try await writer.flush()
             Malloc.trim()
         }
+        return Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results))
     }
 
     /// How many accounts a `Migrate` takes before the memory it freed is handed back to the system.
@@ -116,7 +105,7 @@ extension Dispatcher {
             return MigrateResult(
                 account: account.rawValue, outcome: .done(result: result, fromVersion: outcome.fromVersion, version: outcome.version))
         } catch {
-            let reply = reply(for: error, method: .migrate)
+            let reply = ErrorMapping.reply(for: error, method: .migrate, logger: logger)
             return MigrateResult(account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))
         }
     }

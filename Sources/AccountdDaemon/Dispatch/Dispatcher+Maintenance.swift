@@ -2,44 +2,44 @@ import AccountdCore
 import AccountdProtocol
 
 extension Dispatcher {
-    func snapshots(_ account: AccountName, writer: ReplyWriter) async throws {
+    /// `Snapshots {account}`: the account's snapshots.
+    func snapshots(_ account: AccountName) async throws -> Reply {
         let snapshots = try await services.maintenance.snapshots(account)
-        try await writer.send(Reply(SnapshotList(account: account.rawValue, snapshots: snapshots.map(SnapshotEntry.init))))
+        return Reply(SnapshotList(account: account.rawValue, snapshots: snapshots.map(SnapshotEntry.init)))
     }
 
-    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false, writer: ReplyWriter) async throws {
+    /// `Restore {account, snapshot?, reclaim?}`: what was restored, and the snapshot of what it replaced.
+    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false) async throws -> Reply {
         let done = try await services.maintenance.restore(account, snapshot: snapshot, reclaim: reclaim)
         let reply = RestoreReply(
             account: account.rawValue, restored: SnapshotEntry(done.restored), saved: done.saved.map(SnapshotEntry.init),
             reopened: done.reopened)
-        try await writer.send(Reply(reply))
+        return Reply(reply)
     }
 
     /// `Restore {account, at}`: the account as the replica had it then, with `restoredFrom` and
     /// the time the restored state has.
-    func restore(_ account: AccountName, at: ReplicaTime, reclaim: Bool = false, writer: ReplyWriter) async throws {
+    func restore(_ account: AccountName, at: ReplicaTime, reclaim: Bool = false) async throws -> Reply {
         let done = try await services.maintenance.restore(account, at: at, reclaim: reclaim)
         let reply = RestoreReply(
             account: account.rawValue, restored: done.restored, saved: done.saved.map(SnapshotEntry.init), reopened: done.reopened,
             restoredFrom: "replica", at: done.at)
-        try await writer.send(Reply(reply))
+        return Reply(reply)
     }
 
     /// `Remove {account, purge?}`: `{account, purged, snapshot?}`, the snapshot being the
     /// final `before-remove` copy (left out after a purge).
     /// With `handoff`, the reply says `handoff: true`.
-    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false, writer: ReplyWriter) async throws {
+    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false) async throws -> Reply {
         let outcome = try await services.maintenance.remove(account, purge: purge, handoff: handoff)
-        try await writer.send(
-            Reply(
-                RemoveReply(
-                    account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff)))
+        return Reply(
+            RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff))
     }
 
     /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals.
-    func export(_ account: AccountName, format: ExportFormat, writer: ReplyWriter) async throws {
+    func export(_ account: AccountName, format: ExportFormat, writer: ReplyWriter) async throws -> Reply {
         try await writer.flush()
         let summary = try await services.maintenance.export(account, format: format, write: writer.blockingWrite)
-        try await writer.send(Reply(ExportTotals(summary, format: format)))
+        return Reply(ExportTotals(summary, format: format))
     }
 }

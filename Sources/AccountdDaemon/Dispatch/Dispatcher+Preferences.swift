@@ -1,5 +1,6 @@
 import AccountdCore
 import AccountdProtocol
+import NIOCore
 
 extension Dispatcher {
     /// Where a preference request's values live, the account resolved.
@@ -35,36 +36,48 @@ extension Dispatcher {
         return try read(namespace, key, place, in: try await table(place))
     }
 
-    /// Starts a Set or Delete without a task when its table is open, so that a write costs
-    /// the connection no task and no thread of its own while its commit is gathered.
-    func changeAtOnce(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) throws -> Start {
-        let (_, _, place) = try preferenceTarget(call.command)
+    /// A Set or Delete, run the way its table allows: a `memory` namespace's answered at
+    /// once; a change to an open table handed to its group commit, without a task, so that
+    /// a write costs the connection no task and no thread of its own while its commit is
+    /// gathered; any other in a task, which opens the table first (``change(_:)``).
+    ///
+    /// The group commit ends the call on the connection's event loop: the reply, the event
+    /// and the count are made there, beside the other requests, not one after another on
+    /// the thread that the next commit waits for. If a switch or restore closed the
+    /// account's table first, the call goes on in a task, naming the account it was meant
+    /// for, which waits for that switch or restore and tries again.
+    func change(_ call: Call, writer: ConnectionWriter) -> Response {
+        let place: PreferencePlace
+        let table: any PreferenceTable
         let change = preferenceChange(call.command)
-        if case .memory = place {
-            return .answered(try changed(place, change, existed: services.preferences.memory.apply(change)))
-        }
-        guard let table = try tableAtOnce(place) else { return .task }
-        table.apply(change) { result in committed(Committed(place: place, change: change, result: result)) }
-        return .committing
-    }
-
-    /// Ends a call that ``changeAtOnce(_:committed:)`` handed to a group commit, on the
-    /// connection's event loop: tells watchers, counts the request and makes its reply.
-    func end(_ call: Call, _ committed: Committed) -> Ending {
-        let reply: Reply
         do {
-            reply = try changed(committed.place, committed.change, existed: committed.result.get())
-        } catch is PreferenceDatabase.Closed where committed.place.account != nil {
-            // The retry is for this account, even if another is active by then.
-            return .retry(
-                Call(
-                    command: call.command.naming(committed.place.account), more: call.more, peer: call.peer, received: call.received,
-                    oneway: call.oneway))
+            place = try preferenceTarget(call.command).2
+            if case .memory = place {
+                return finish(call, .success(try changed(place, change, existed: services.preferences.memory.apply(change))), writer: writer)
+            }
+            guard let open = try tableAtOnce(place) else { return task(call, writer) { _ in try await self.change(call.command) } }
+            table = open
         } catch {
-            reply = self.reply(for: error, method: call.command.method)
+            return finish(call, .failure(error), writer: writer)
         }
-        services.metrics.request(call.command.method, error: reply.error, since: call.received)
-        return .answered(reply)
+        let loop = writer.loop
+        let bound = NIOLoopBound(writer, eventLoop: loop)
+        table.apply(change) { result in
+            // On the committing thread: nothing but the hop back.
+            loop.execute {
+                let writer = bound.value
+                if case .failure(let error) = result, error is PreferenceDatabase.Closed, let account = place.account {
+                    // The retry is for this account, even if another is active by then.
+                    let command = call.command.naming(account)
+                    let retry = Call(command: command, more: call.more, peer: call.peer, received: call.received, oneway: call.oneway)
+                    _ = task(retry, writer) { _ in try await self.change(command) }
+                    return
+                }
+                finish(call, Result { try changed(place, change, existed: result.get()) }, writer: writer)
+                writer.requestEnded()
+            }
+        }
+        return .running
     }
 
     /// Set or Delete, opening the account's table when needed.

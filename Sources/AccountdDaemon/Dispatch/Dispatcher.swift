@@ -1,24 +1,27 @@
 import AccountdCore
 import AccountdProtocol
 import Logging
+import NIOCore
 
-/// The one way a request goes through the daemon: admitted, started, and, when it
-/// must wait, run.
+/// The daemon's one responder: every request, on either socket, goes through
+/// ``respond(to:peer:framing:writer:)``, and nothing else answers a request.
 ///
-/// 1. ``admit(_:peer:)`` decodes the line once, checks the streaming flag, decodes the
-///    parameters into a typed ``Command``, resolves the account it acts on (the caller's
-///    active one when it names none) and checks the peer's access to it
+/// 1. The line is decoded once (``decode(_:peer:framing:)``): the envelope, the streaming
+///    flag, the parameters into a typed ``Command``; the account it acts on is resolved
+///    (the caller's active one when it names none) and the peer's access checked once
 ///    (``authorize(_:peer:)``, the one access decision).
-/// 2. ``start(_:committed:)`` answers it at once when memory is enough (Ping, Info, the
-///    daemon's Status, most Gets and Keys), hands a Set or Delete on an open table to its
-///    group commit, or says that it needs a task.
-/// 3. ``run(_:writer:)`` handles it in that task, for everything that waits for a
-///    lock, SQLite or the disk.
+/// 2. One `switch` over the command handles it and chooses how it runs: answered at once
+///    when memory is enough (Ping, Info, the daemon's Status, most Gets), handed to the
+///    table's group commit (a Set or Delete on an open table), or run in a task on the
+///    connection's event loop (everything that waits for a lock, SQLite or the disk).
+/// 3. However it ran, it ends in ``finish(_:since:oneway:_:writer:)``, the one funnel: an error becomes
+///    its wire form there (``ErrorMapping``, asking the error's ``WireError``), the request
+///    is counted there once, with its outcome and latency, and its last reply is written
+///    there, to the connection's one writer.
 ///
-/// Each step turns every failure into an error reply through ``reply(for:method:)``, the
-/// one funnel to wire names; the connection only writes what comes out. Each request is
-/// counted once, with its outcome and latency, where its last reply is made
-/// (``DaemonMetrics/request(_:error:since:)``).
+/// A request the connection refuses by its state (the daemon is stopping, the connection
+/// watches, the line is too large) is not decoded at all (``refuse(_:line:framing:writer:)``),
+/// and ends in the same funnel.
 struct Dispatcher: Sendable {
     let services: Services
     let policy: Reloadable<AccessPolicy>
@@ -26,8 +29,7 @@ struct Dispatcher: Sendable {
     /// How many accounts `Migrate` works on at once.
     let migrateConcurrency: Int
 
-    /// An admitted request: what it asks for, who asks, and whether its client takes
-    /// streamed replies.
+    /// A decoded request: what it asks for, who asks, and how its replies are taken.
     struct Call: Sendable {
         /// The command, naming the account a preference call acts on (the caller's active
         /// one when the request named none).
@@ -35,63 +37,207 @@ struct Dispatcher: Sendable {
         var more: Bool
         /// Who asked, as the kernel reported it at accept.
         var peer: PeerCredentials
-        /// When its line was admitted: the start of its latency.
+        /// When its line was taken up: the start of its latency.
         var received = ContinuousClock.now
         /// The client asked for no reply (varlink's `oneway`): the call runs, its replies are dropped.
         var oneway = false
     }
 
-    /// What ``admit(_:peer:)`` made of a line.
-    enum Admission {
-        /// A blank line: not a request, no reply.
+    /// What became of a request, for the connection's state: whether it is over.
+    enum Response: Equatable {
+        /// Answered (or, being `oneway` or blank, done without a reply).
+        case answered
+        /// Runs on (a task, a group commit): ``ConnectionWriter/requestEnded`` is called when it ends.
+        case running
+        /// A `Watch`: the connection streams events from now on.
+        case watching
+    }
+
+    /// Handles one request line from `peer`, read as `framing` says, writing its replies to `writer`.
+    ///
+    /// On the varlink socket, `org.varlink.service` calls are answered here too, and a
+    /// `oneway` call gets no reply, not even an error once the call was decoded.
+    func respond(to line: [UInt8], peer: PeerCredentials, framing: Framing, writer: ConnectionWriter) -> Response {
+        let call: Call
+        switch decode(line, peer: peer, framing: framing) {
+        case .blank:
+            return .answered
+        case .service(let reply):
+            writer.send(reply)
+            return .answered
+        case .refused(let error, let method, let received, let oneway):
+            return finish(method, since: received, oneway: oneway, .failure(error), writer: writer)
+        case .call(let decoded):
+            call = decoded
+        }
+        return handle(call, writer: writer)
+    }
+
+    /// Refuses a request by the connection's state, without decoding it: its reply, unless
+    /// it is blank or a varlink `oneway` call (read from the envelope alone), and its count
+    /// (under the method `unknown`). `line` is nil for a request that could not be read whole.
+    func refuse(_ refusal: RefusedRequest, line: [UInt8]?, framing: Framing, writer: ConnectionWriter) {
+        var oneway = false
+        if let line {
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) {
+                return
+            }
+            oneway = framing == .varlink && VarlinkCall.isOneway(line)
+        }
+        finish(nil, since: .now, oneway: oneway, .failure(refusal), writer: writer)
+    }
+
+    // MARK: The one call
+
+    /// Handles a decoded call, choosing how it runs.
+    private func handle(_ call: Call, writer: ConnectionWriter) -> Response {
+        switch call.command {
+        case .ping:
+            return finish(call, .success(Reply()), writer: writer)
+        case .info:
+            return finish(call, .success(Reply(services.info())), writer: writer)
+        case .status(nil):
+            return finish(call, .success(Reply(services.switching.daemonStatus(for: call.peer.uid))), writer: writer)
+        case .status(let account?):
+            return task(call, writer) { _ in
+                var reply = AccountStatusReply(try await services.switching.accountStatus(account))
+                if reply.exists { reply.disk = try await services.switching.diskUse(account) }
+                return Reply(reply)
+            }
+        case .watch:
+            // Counted as it starts; the connection subscribes. A oneway Watch would stream to nobody.
+            finish(.watch, since: call.received, oneway: true, .success(nil), writer: writer)
+            return call.oneway ? .answered : .watching
+        case .get, .keys:
+            do {
+                guard let reply = try readAtOnce(call.command) else { return task(call, writer) { _ in try await read(call.command) } }
+                return finish(call, .success(reply), writer: writer)
+            } catch {
+                return finish(call, .failure(error), writer: writer)
+            }
+        case .set, .delete:
+            return change(call, writer: writer)
+        case .list(let details):
+            return task(call, writer) { replies in try await list(details: details, peer: call.peer, writer: replies) }
+        case .switchAccount(let account, let create):
+            return task(call, writer) { replies in
+                try await switchAccount(account, create: create, uid: call.peer.uid, more: call.more, writer: replies)
+            }
+        case .migrate(let target, let rollout):
+            return task(call, writer) { replies in try await migrate(target, rollout: rollout, more: call.more, writer: replies) }
+        case .export(let account, let format):
+            return task(call, writer) { replies in try await export(account, format: format, writer: replies) }
+        case .verify(let account):
+            return task(call, writer) { _ in Reply(VerifyResult(try await services.maintenance.verify(account))) }
+        case .plan(let account):
+            return task(call, writer) { _ in Reply(PlanReply(try await services.maintenance.plan(account))) }
+        case .snapshots(let account):
+            return task(call, writer) { _ in try await snapshots(account) }
+        case .restore(let account, let snapshot, let at, let reclaim):
+            return task(call, writer) { _ in
+                if let at { return try await restore(account, at: at, reclaim: reclaim) }
+                return try await restore(account, snapshot: snapshot, reclaim: reclaim)
+            }
+        case .snapshot(let account, let label):
+            return task(call, writer) { _ in Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))) }
+        case .remove(let account, let purge, let handoff):
+            return task(call, writer) { _ in try await remove(account, purge: purge, handoff: handoff) }
+        case .metrics:
+            return task(call, writer) { _ in
+                let services = services
+                // The replication gauges, read now (through the shared look-up, within its deadline).
+                if services.replication.settings.current != nil {
+                    services.metrics.replication(try await services.maintenance.replication())
+                }
+                let text = try await services.pool.run { services.metricsText() }
+                return Reply(MetricsReply(text: metricsText(text, for: call.peer)))
+            }
+        case .replication:
+            return task(call, writer) { _ in Reply(try await services.maintenance.replication(include: readable(by: call.peer))) }
+        case .pull(let account, let replica):
+            return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica)) }
+        case .importAccount(let account, let path, let rebind):
+            return task(call, writer) { _ in Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)) }
+        case .query(let account, let statement, let maxRows):
+            return task(call, writer) { replies in try await query(account, statement, maxRows: maxRows, more: call.more, writer: replies) }
+        case .execute(let account, let statements):
+            return task(call, writer) { replies in try await execute(account, statements, writer: replies) }
+        }
+    }
+
+    /// Runs `body` in a task on the connection's event loop, for a call that waits (for a
+    /// lock, SQLite, the disk). `body` may stream replies through its ``ReplyWriter``; it
+    /// returns the last one, which the funnel writes.
+    func task(_ call: Call, _ writer: ConnectionWriter, _ body: @escaping @Sendable (ReplyWriter) async throws -> Reply) -> Response {
+        // What was answered before this call goes out now, not once it is done.
+        writer.flush()
+        let replies = ReplyWriter(writer, dropping: call.oneway)
+        let bound = NIOLoopBound(writer, eventLoop: writer.loop)
+        let loop = writer.loop
+        Task(executorPreference: writer.executor) {
+            let outcome: Result<Reply, any Error>
+            do {
+                outcome = .success(try await body(replies))
+            } catch {
+                outcome = .failure(error)
+            }
+            loop.execute {
+                let writer = bound.value
+                finish(call, outcome, writer: writer)
+                writer.requestEnded()
+            }
+        }
+        return .running
+    }
+
+    /// Ends `call` with `outcome` (see ``finish(_:since:oneway:_:writer:)``).
+    @discardableResult
+    func finish(_ call: Call, _ outcome: Result<Reply, any Error>, writer: ConnectionWriter) -> Response {
+        finish(call.command.method, since: call.received, oneway: call.oneway, outcome.map { Optional($0) }, writer: writer)
+    }
+
+    /// The one funnel every request ends in, however it ran or was refused: its outcome
+    /// becomes its last reply (an error its wire form, through ``ErrorMapping``), the
+    /// request is counted, once, with its outcome and its latency since `received`, and
+    /// the reply is written, unless the request was `oneway`, the client went away
+    /// (``ClientGone``), or there is none (a Watch, counted as it starts).
+    ///
+    /// - Parameter method: nil when the request was not read far enough to know it.
+    @discardableResult
+    func finish(
+        _ method: Method?, since received: ContinuousClock.Instant, oneway: Bool, _ outcome: Result<Reply?, any Error>,
+        writer: ConnectionWriter
+    ) -> Response {
+        let reply: Reply?
+        switch outcome {
+        case .success(let made):
+            reply = made
+        case .failure(is ClientGone):
+            services.metrics.request(method, outcome: "ClientGone", since: received)
+            return .answered
+        case .failure(let error):
+            reply = ErrorMapping.reply(for: error, method: method, logger: logger)
+        }
+        services.metrics.request(method, error: reply?.error, since: received)
+        if let reply, !oneway { writer.send(reply) }
+        return .answered
+    }
+
+    // MARK: Decoding
+
+    /// What a line decodes to.
+    enum Decoded {
+        /// A blank line (or a `oneway` service call): not a request, no reply.
         case blank
-        /// Refused, with the error reply.
-        case refused(Reply)
-        /// Answered from memory by `org.varlink.service` (varlink framing only).
-        case served(Reply)
-        case admitted(Call)
-    }
-
-    /// How a call is run, as ``start(_:committed:)`` decides.
-    enum Start {
-        /// Answered already.
-        case answered(Reply)
-        /// Handed to a group commit; the reply comes through the `committed` callback.
-        case committing
-        /// Needs a task: call ``run(_:writer:)``.
-        case task
-        /// A `Watch`: the connection subscribes to events.
-        case watch
-    }
-
-    /// A change handed to a group commit, as its table ended it: made on the committing
-    /// thread, which does nothing else for it. The connection carries it to its event loop
-    /// and ends the call there with ``end(_:_:)``: the reply, the event and the count are
-    /// made on the event loops, beside the other requests, not one after another on the
-    /// thread that the next commit waits for.
-    struct Committed: Sendable {
-        let place: PreferencePlace
-        let change: PreferenceDatabase.Change
-        /// For a delete, whether the key existed; or why the change was not kept.
-        let result: Result<Bool, any Error>
-    }
-
-    /// How a call handed to a group commit ends (``end(_:_:)``).
-    enum Ending {
-        /// Committed, or failed: the reply.
-        case answered(Reply)
-        /// A switch or restore closed the account's table first: run this call (naming the
-        /// account it was meant for) with ``run(_:writer:)``, which waits for that switch or
-        /// restore and tries again.
-        case retry(Call)
+        /// An `org.varlink.service` call, answered from memory (varlink framing only); not counted.
+        case service(Reply)
+        /// Not decodable, or not allowed: the error, the method if it was read, when, and whether a reply is wanted.
+        case refused(any Error, Method?, ContinuousClock.Instant, oneway: Bool)
+        case call(Call)
     }
 
     /// Decodes one request line, checks the peer's access and the request's parameters.
-    ///
-    /// `framing` says how the line is read: a line of the line protocol, or a varlink
-    /// message, whose `org.varlink.service` calls are answered here and whose `oneway`
-    /// calls get no reply, not even an error once the call was decoded.
-    func admit(_ line: [UInt8], peer: PeerCredentials, framing: Framing = .line) -> Admission {
+    func decode(_ line: [UInt8], peer: PeerCredentials, framing: Framing) -> Decoded {
         let received = ContinuousClock.now
         var method: Method?
         var oneway = false
@@ -106,10 +252,10 @@ struct Dispatcher: Sendable {
                 oneway = call.oneway
                 switch call.target {
                 case .accountd(let decoded): request = decoded
-                case .getInfo: return oneway ? .blank : .served(Reply(services.varlinkInfo()))
+                case .getInfo: return oneway ? .blank : .service(Reply(services.varlinkInfo()))
                 case .getInterfaceDescription(let interface):
                     let description = try VarlinkInterfaces.description(of: interface)
-                    return oneway ? .blank : .served(Reply(parameters: .object([("description", .string(description))])))
+                    return oneway ? .blank : .service(Reply(parameters: .object([("description", .string(description))])))
                 }
             }
             method = request.method
@@ -122,79 +268,10 @@ struct Dispatcher: Sendable {
                     facts: [("method", .string(request.method.qualifiedName))])
             }
             let command = try authorize(try Command(request), peer: peer)
-            return .admitted(Call(command: command, more: request.more, peer: peer, received: received, oneway: oneway))
+            return .call(Call(command: command, more: request.more, peer: peer, received: received, oneway: oneway))
         } catch {
-            let refusal = reply(for: error, method: method)
-            services.metrics.request(method, error: refusal.error, since: received)
-            return oneway ? .blank : .refused(refusal)
+            return .refused(error, method, received, oneway: oneway)
         }
-    }
-
-    /// Starts an admitted call without waiting for anything.
-    ///
-    /// `committed` is called on the committing thread once a change handed to its group
-    /// commit is durably committed or has failed (see ``Committed``); it must return at once.
-    func start(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
-        // A group commit's answer is counted where it is made (end(_:_:)).
-        let start = startUncounted(call, committed: committed)
-        switch start {
-        case .answered(let reply): services.metrics.request(call.command.method, error: reply.error, since: call.received)
-        case .watch: services.metrics.request(.watch, error: nil, since: call.received)
-        case .committing, .task: break
-        }
-        return start
-    }
-
-    /// Counts a request the connection refuses itself with `reply` (`ShuttingDown`,
-    /// a watching connection, a request over the size limit) and returns the reply to
-    /// write: none for a `oneway` call. `call` is nil when the request could not be read
-    /// whole, so its method is unknown.
-    func refuse(_ call: Call?, with reply: Reply) -> Reply? {
-        services.metrics.request(call?.command.method, error: reply.error, since: call?.received ?? .now)
-        return call?.oneway == true ? nil : reply
-    }
-
-    private func startUncounted(_ call: Call, committed: @escaping @Sendable (Committed) -> Void) -> Start {
-        do {
-            switch call.command {
-            case .ping: return .answered(Reply())
-            case .info: return .answered(Reply(services.info()))
-            case .status(nil): return .answered(Reply(services.switching.daemonStatus(for: call.peer.uid)))
-            case .watch: return .watch
-            case .get, .keys:
-                guard let reply = try readAtOnce(call.command) else { return .task }
-                return .answered(reply)
-            case .set, .delete:
-                return try changeAtOnce(call, committed: committed)
-            default:
-                return .task
-            }
-        } catch {
-            return .answered(reply(for: error, method: call.command.method))
-        }
-    }
-
-    /// Runs a call that may wait, writing its replies.
-    ///
-    /// - Throws: ``ClientGone`` only: every other failure becomes an error reply.
-    func run(_ call: Call, writer: ReplyWriter) async throws(ClientGone) {
-        let (method, metrics) = (call.command.method, services.metrics)
-        do {
-            try await perform(call, writer: writer)
-            metrics.request(method, error: nil, since: call.received)
-        } catch let error as ClientGone {
-            metrics.request(method, outcome: "ClientGone", since: call.received)
-            throw error
-        } catch {
-            let failure = reply(for: error, method: method)
-            metrics.request(method, error: failure.error, since: call.received)
-            try await writer.send(failure)
-        }
-    }
-
-    /// The error reply for `error`: the one place errors get their wire names.
-    func reply(for error: any Error, method: Method?) -> Reply {
-        ErrorMapping.reply(for: error, method: method, logger: logger)
     }
 
     /// Checks `need` for `peer` against the policy in force; a refusal is logged with the uid.
@@ -211,65 +288,6 @@ struct Dispatcher: Sendable {
                 }
             logger.warning("refused \(method.rawValue) from uid \(peer.uid): \(why)", metadata: ["peer_uid": "\(peer.uid)"])
             throw error
-        }
-    }
-
-    private func perform(_ call: Call, writer: ReplyWriter) async throws {
-        switch call.command {
-        case .ping:
-            try await writer.send(Reply())
-        case .info:
-            try await writer.send(Reply(services.info()))
-        case .status(let account):
-            try await status(account, peer: call.peer, writer: writer)
-        case .list(let details):
-            try await list(details: details, peer: call.peer, writer: writer)
-        case .switchAccount(let account, let create):
-            try await switchAccount(account, create: create, uid: call.peer.uid, more: call.more, writer: writer)
-        case .migrate(let target, let rollout):
-            try await migrate(target, rollout: rollout, more: call.more, writer: writer)
-        case .export(let account, let format):
-            try await export(account, format: format, writer: writer)
-        case .verify(let account):
-            try await writer.send(Reply(VerifyResult(try await services.maintenance.verify(account))))
-        case .plan(let account):
-            try await writer.send(Reply(PlanReply(try await services.maintenance.plan(account))))
-        case .snapshots(let account):
-            try await snapshots(account, writer: writer)
-        case .restore(let account, let snapshot, let at, let reclaim):
-            if let at {
-                try await restore(account, at: at, reclaim: reclaim, writer: writer)
-            } else {
-                try await restore(account, snapshot: snapshot, reclaim: reclaim, writer: writer)
-            }
-        case .snapshot(let account, let label):
-            try await writer.send(Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))))
-        case .remove(let account, let purge, let handoff):
-            try await remove(account, purge: purge, handoff: handoff, writer: writer)
-        case .get, .keys:
-            try await writer.send(try await read(call.command))
-        case .set, .delete:
-            try await writer.send(try await change(call.command))
-        case .metrics:
-            let services = services
-            // The replication gauges, read now (through the shared look-up, within its deadline).
-            if services.replication.settings.current != nil {
-                services.metrics.replication(try await services.maintenance.replication())
-            }
-            let text = try await services.pool.run { services.metricsText() }
-            try await writer.send(Reply(MetricsReply(text: metricsText(text, for: call.peer))))
-        case .replication:
-            try await writer.send(Reply(try await services.maintenance.replication(include: readable(by: call.peer))))
-        case .pull(let account, let replica):
-            try await writer.send(Reply(try await services.maintenance.pull(account, replica: replica)))
-        case .importAccount(let account, let path, let rebind):
-            try await writer.send(Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)))
-        case .query(let account, let statement, let maxRows):
-            try await query(account, statement, maxRows: maxRows, more: call.more, writer: writer)
-        case .execute(let account, let statements):
-            try await execute(account, statements, writer: writer)
-        case .watch:
-            throw ProtocolError(.invalidRequest, "Watch is handled by the connection")
         }
     }
 }

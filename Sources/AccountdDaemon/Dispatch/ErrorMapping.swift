@@ -3,41 +3,31 @@ import AccountdProtocol
 import Foundation
 import Logging
 
-/// Maps every error to its wire form, in one place.
+/// The funnel every error goes through on its way to the wire.
 ///
-/// Core errors keep their message and facts, and each leaves a log line naming the
-/// account, the operation and the error (``log(_:method:logger:)``). Anything unexpected
-/// goes out as `InternalError` with a reference; its details are logged, never sent, but a
-/// full or failing disk is named as such (never as corruption).
+/// Errors declare their own wire form (``WireError``: ``AccountdError``, ``ProtocolError``,
+/// ``InvalidAccountName``, ``RefusedRequest``); the funnel only asks them. A core error
+/// also leaves a log line naming the account, the operation and the error
+/// (``log(_:method:logger:)``). Anything else is unexpected and goes out as `InternalError`
+/// with a reference; its details are logged, never sent, but a full or failing disk is
+/// named as such (never as corruption).
 enum ErrorMapping {
     static func reply(for error: any Error, method: Method?, logger: Logger) -> Reply {
-        switch error {
-        case let error as ProtocolError:
-            return error.reply
-        case let error as AccountdError:
+        if let error = error as? AccountdError {
             log(error, method: method, logger: logger)
-            var facts: [(String, JSONValue)] = [("message", .string(error.message))]
-            if let account = error.account { facts.append(("account", .string(account))) }
-            if let file = error.file { facts.append(("file", .string(file))) }
-            if let line = error.line { facts.append(("line", JSONValue(line))) }
-            if let from = error.fromVersion { facts.append(("fromVersion", JSONValue(from))) }
-            if let to = error.toVersion { facts.append(("toVersion", JSONValue(to))) }
-            if !error.details.isEmpty { facts.append(("details", .array(error.details.map { .string($0) }))) }
-            return Reply(error: error.wireName, parameters: .object(facts))
-        case let error as InvalidAccountName:
-            return ProtocolError(error).reply
-        default:
-            let reference = String(UUID().uuidString.prefix(8)).lowercased()
-            logger.error(
-                "internal error \(reference) in \(method?.rawValue ?? "a request"): \(error)", metadata: ["error": "\(error)"])
-            if let disk = AccountdError.diskText(of: error) {
-                // The disk's doing, not a bug: say so, so that nobody looks for corruption.
-                return ProtocolError(
-                    .internalError, "\(method?.rawValue ?? "the request") failed: \(disk) (reference \(reference)); free space on the disk that holds the data root, then try again"
-                ).reply
-            }
-            return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
+            return error.reply
         }
+        if let error = error as? any WireError { return error.reply }
+        let reference = String(UUID().uuidString.prefix(8)).lowercased()
+        logger.error(
+            "internal error \(reference) in \(method?.rawValue ?? "a request"): \(error)", metadata: ["error": "\(error)"])
+        if let disk = AccountdError.diskText(of: error) {
+            // The disk's doing, not a bug: say so, so that nobody looks for corruption.
+            return ProtocolError(
+                .internalError, "\(method?.rawValue ?? "the request") failed: \(disk) (reference \(reference)); free space on the disk that holds the data root, then try again"
+            ).reply
+        }
+        return ProtocolError(.internalError, "internal error (reference \(reference)); the details are in the daemon's log").reply
     }
 
     /// The log line of a failed operation: at `error` for what needs an operator (a failed

@@ -5,120 +5,107 @@ import Synchronization
 /// The client went away while replies were being written.
 struct ClientGone: Error {}
 
-/// Where a connection's reply bytes go: its channel, or (for the fuzzer) a buffer.
-protocol ReplyTransport: Sendable {
-    /// Writes `bytes`, suspending while the client does not read them.
-    func write(_ bytes: ByteBuffer) async throws(ClientGone)
-    /// Writes `bytes` from a blocking thread, returning once the bytes written this way
-    /// before them are handed to the socket: one chunk goes out while the next is made, and
-    /// a slow reader slows an export down (at most two chunks held) instead of growing the
-    /// daemon's memory.
-    func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone)
-    /// Whether the client went away; cheap and callable from any thread (a running
-    /// statement asks it every few thousand steps).
-    var isGone: @Sendable () -> Bool { get }
-}
-
-extension ReplyTransport {
-    var isGone: @Sendable () -> Bool { { false } }
-}
-
-/// Buffers the replies to one request and writes them in order.
+/// A request's way to its connection's one writer (``ConnectionWriter``), from the task
+/// that runs it and from the pool threads that task hands work to.
 ///
-/// Owned by the task handling the request. Replies are gathered until ``flush()`` or
-/// until 64 KiB are pending, so a request with many replies goes out in few writes.
-final class ReplyWriter {
-    private let transport: any ReplyTransport
-    private var pending = ""
-    static let flushThreshold = 64 * 1024
+/// It writes nothing itself: every reply is appended to the connection's writer on the
+/// channel's event loop (where the task runs, so a reply costs no hop), so the replies of
+/// a task and of the requests before and after it cannot overtake each other. A varlink
+/// `oneway` call's writer drops everything.
+struct ReplyWriter: Sendable {
+    private let loop: any EventLoop
+    /// Nil for a `oneway` call.
+    private let writer: NIOLoopBound<ConnectionWriter>?
+    /// Whether the client went away (see ``ReplyOutput/isGone``); cheap, from any thread.
+    let isClientGone: @Sendable () -> Bool
 
-    init(_ transport: any ReplyTransport) {
-        self.transport = transport
+    /// The way of a request to `writer`; `dropping` (a `oneway` call) writes nothing. Made on the writer's event loop.
+    init(_ writer: ConnectionWriter, dropping: Bool = false) {
+        loop = writer.loop
+        self.writer = dropping ? nil : NIOLoopBound(writer, eventLoop: writer.loop)
+        if dropping {
+            isClientGone = { false }
+        } else {
+            isClientGone = writer.isGone
+        }
     }
 
+    /// Sends `reply`: gathered with the others, and written once ``ConnectionWriter/flushThreshold``
+    /// bytes are pending, suspending until they are handed to the socket (a client that does
+    /// not read slows the request down instead of growing the daemon's memory).
     func send(_ reply: Reply) async throws(ClientGone) {
-        reply.encode(into: &pending)
-        if pending.utf8.count >= Self.flushThreshold { try await flush() }
+        try await onLoop { writer in
+            writer.send(reply)
+            return writer.pendingBytes >= ConnectionWriter.flushThreshold ? writer.flushed() : nil
+        }
     }
 
+    /// Writes what is pending now; suspends until it is handed to the socket only when it is
+    /// large. With nothing pending it does nothing, even if the client has gone: a request
+    /// whose client left runs to its end (a Switch is made all the same) until it has
+    /// something to write.
     func flush() async throws(ClientGone) {
-        guard !pending.isEmpty else { return }
-        let buffer = ByteBuffer(string: pending)
-        pending.removeAll(keepingCapacity: true)
-        try await transport.write(buffer)
+        try await onLoop { writer in
+            guard writer.pendingBytes > 0 else { return nil }
+            if writer.pendingBytes >= ConnectionWriter.flushThreshold { return writer.flushed() }
+            guard writer.isActive else { return writer.loop.makeFailedFuture(ClientGone()) }
+            writer.flush()
+            return nil
+        }
     }
 
-    /// Whether the client went away (see ``ReplyTransport/isGone``).
-    var isClientGone: @Sendable () -> Bool { transport.isGone }
+    /// Sends `reply` now and suspends until it is handed to the socket (a Watch event).
+    func deliver(_ reply: Reply) async throws(ClientGone) {
+        try await onLoop { writer in
+            writer.send(reply)
+            return writer.flushed()
+        }
+    }
 
-    /// Writes bytes from a blocking thread (see ``ReplyTransport/writeBlocking(_:)``).
+    /// Writes framed reply bytes from a blocking thread (an export's chunks, a switch's
+    /// progress, a streamed query's rows), returning once the bytes written this way before
+    /// them are handed to the socket: one chunk goes out while the next is made, and a slow
+    /// reader slows the work down (at most two chunks held) instead of growing the daemon's
+    /// memory. The bytes go to the event loop, into the connection's writer, after the
+    /// replies sent before.
     var blockingWrite: @Sendable ([UInt8]) throws -> Void {
-        let transport = transport
-        return { bytes in try transport.writeBlocking(ByteBuffer(bytes: bytes)) }
-    }
-}
-
-/// Writes replies to a NIO channel.
-struct ChannelTransport: ReplyTransport {
-    let channel: any Channel
-    /// The last write from a blocking thread, until the next one waits for it.
-    private let blockingWrites = InFlightWrite()
-
-    init(channel: any Channel) {
-        self.channel = channel
-    }
-
-    func write(_ bytes: ByteBuffer) async throws(ClientGone) {
-        // What a blocking thread wrote goes first: the last of it may still be on its way to
-        // the event loop, and a write from here could overtake it.
-        if let last = blockingWrites.take() {
+        guard let writer else { return { _ in } }
+        let loop = loop
+        let inFlight = InFlightWrite()
+        return { bytes in
+            let written = loop.flatSubmit { writer.value.write(ByteBuffer(bytes: bytes)) }
             do {
-                try await last.get()
+                // The pool thread waits here, never an event loop.
+                try inFlight.replace(with: written)?.wait()
             } catch {
                 throw ClientGone()
             }
         }
-        // A small reply written on the channel's own event loop (where requests are handled)
-        // goes straight out: no suspension, no hop. A large one waits until it is written.
-        if bytes.readableBytes < ReplyWriter.flushThreshold, channel.eventLoop.inEventLoop {
-            guard channel.isActive else { throw ClientGone() }
-            channel.writeAndFlush(bytes, promise: nil)
-            return
-        }
-        do {
-            try await channel.writeAndFlush(bytes).get()
-        } catch {
-            throw ClientGone()
-        }
     }
 
-    /// `Channel.isActive` is read atomically, from any thread.
-    var isGone: @Sendable () -> Bool {
-        let channel = channel
-        return { !channel.isActive }
-    }
-
-    func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone) {
-        let written = channel.writeAndFlush(bytes)
+    /// Runs `body` on the writer's event loop (at once when already there, as a task's code
+    /// is), then waits for the write it returns, if any.
+    private func onLoop(_ body: @escaping @Sendable (ConnectionWriter) -> EventLoopFuture<Void>?) async throws(ClientGone) {
+        guard let writer else { return }
+        let written: EventLoopFuture<Void>?
+        if loop.inEventLoop {
+            written = body(writer.value)
+        } else {
+            let loop = loop
+            written = loop.flatSubmit { body(writer.value) ?? loop.makeSucceededVoidFuture() }
+        }
+        guard let written else { return }
         do {
-            try blockingWrites.replace(with: written)?.wait()
+            try await written.get()
         } catch {
             throw ClientGone()
         }
     }
 }
 
-/// The one write a ``ChannelTransport`` has in flight from a blocking thread.
+/// The one write a ``ReplyWriter/blockingWrite`` has in flight.
 private final class InFlightWrite: Sendable {
     private let last = Mutex<EventLoopFuture<Void>?>(nil)
-
-    /// The write in flight, which is then no longer recorded.
-    func take() -> EventLoopFuture<Void>? {
-        last.withLock { last in
-            defer { last = nil }
-            return last
-        }
-    }
 
     /// Records `write` as the one in flight and returns the one it follows.
     func replace(with write: EventLoopFuture<Void>) -> EventLoopFuture<Void>? {
@@ -127,11 +114,4 @@ private final class InFlightWrite: Sendable {
             return last
         }
     }
-}
-
-/// Drops every reply: the transport of a varlink `oneway` call, which runs for its effect
-/// and gets no reply.
-struct DroppedReplies: ReplyTransport {
-    func write(_ bytes: ByteBuffer) async throws(ClientGone) {}
-    func writeBlocking(_ bytes: ByteBuffer) throws(ClientGone) {}
 }

@@ -2,30 +2,28 @@ import AccountdProtocol
 import Logging
 import NIOCore
 
-/// One client connection: answers the request lines that ``RequestFramer`` hands it, in
-/// order, on the channel's event loop.
+/// One client connection: hands the request lines that ``RequestFramer`` frames, in order,
+/// to the daemon's one responder (``Dispatcher/respond(to:peer:framing:writer:)``), on the
+/// channel's event loop.
 ///
 /// The handler is thin: it tells its ``ConnectionStateMachine`` what happened and does
 /// what the machine answers. The machine decides when a request is answered, when the
-/// connection reads, yields its turn or closes; this type knows how to answer a request,
-/// write replies and close.
+/// connection reads, yields its turn or closes; the responder decides how a request runs
+/// (at once, in a group commit, in a task); this type carries their decisions out.
 ///
-/// Requests that need nothing but memory (Ping, Info, Status, most Gets) are answered
-/// right here, with no task and no thread hop. A Set or Delete on an open table is
-/// handed to its group commit, whose callback brings the reply back to this event loop.
-/// Everything else runs as a task on the same event loop.
-///
-/// Replies gathered while handling one read go out in one write, after the event loop
-/// has handled every connection that was ready: like Redis, the daemon reads what is
+/// Every byte the connection sends goes through its one ``ConnectionWriter``: replies
+/// answered at once, a group commit's and a task's, an export's chunks, Watch events and
+/// refusals. Replies gathered while handling one read go out in one write, after the event
+/// loop has handled every connection that was ready: like Redis, the daemon reads what is
 /// there first and writes the answers together.
 ///
-/// The same handler serves both framings (``Framing``): on the varlink socket it hands
-/// the dispatcher varlink messages, and a `oneway` call gets no reply at all; its bytes
-/// are ended with NUL by ``ReplyTerminator`` further down the pipeline.
+/// The same handler serves both framings (``Framing``): on the varlink socket a `oneway`
+/// call gets no reply at all, and the bytes are ended with NUL by ``ReplyTerminator``
+/// further down the pipeline.
 ///
 /// Never throws at the client: a bad request gets an error reply, an oversized one an
 /// error reply and a closed connection, and everyone else is served.
-final class Connection: ChannelDuplexHandler {
+final class Connection: ChannelDuplexHandler, ReplyOutput {
     typealias InboundIn = ConnectionStateMachine.Frame
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -47,11 +45,11 @@ final class Connection: ChannelDuplexHandler {
     private let logger: Logger
 
     private var machine = ConnectionStateMachine()
-    /// Replies not yet written.
-    private var pending = ""
-    private var flushScheduled = false
+    /// The one writer of every reply; made when the handler is added.
+    private var writer: ConnectionWriter!
+    /// The channel's context, for ``ReplyOutput``; nil once the handler is removed.
+    private var context: ChannelHandlerContext?
     private var watch: Task<Void, Never>?
-    private var executor: EventLoopExecutor?
     /// Closes the connection once nothing was read or written for `limits.idleTimeoutSeconds`,
     /// unless a request runs or it watches (the machine decides).
     private var idle: IdleTimer?
@@ -70,11 +68,12 @@ final class Connection: ChannelDuplexHandler {
         self.framing = framing
         self.idleTimeout = idleTimeout
         self.logger = logger
-        pending.reserveCapacity(1024)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        executor = EventLoopExecutor(context.eventLoop)
+        self.context = context
+        writer = ConnectionWriter(loop: context.eventLoop, output: self)
+        writer.requestEnded = { [unowned self] in finishRequest(context) }
         if let idleTimeout {
             idle = IdleTimer(timeout: idleTimeout, loop: context.eventLoop) { [self] in perform(machine.idleTimerFired(), context) }
         }
@@ -82,6 +81,8 @@ final class Connection: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idle?.stop()
+        writer.detach()
+        self.context = nil
     }
 
     // MARK: Events
@@ -95,7 +96,7 @@ final class Connection: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         // The event loop goes on to the other connections: the next read is a new turn.
         machine.beginTurn()
-        scheduleFlush(context)
+        if machine.state != .closing { writer.flushSoon() }
     }
 
     /// Holds reads back while the machine says so (see ``ConnectionStateMachine/mayRead(isWritable:)``).
@@ -151,124 +152,38 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    /// Answers the queued requests until one runs in a task, the turn ends or the connection closes.
+    /// Answers the queued requests until one runs on, the turn ends or the connection closes.
     private func serve(_ context: ChannelHandlerContext) {
         while true {
             switch machine.next(isWritable: context.channel.isWritable) {
             case .wait:
                 return
             case .answer(let line):
-                answer(line, context)
+                switch dispatcher.respond(to: line, peer: peer, framing: framing, writer: writer) {
+                case .answered: break
+                case .running: machine.requestStarted()
+                case .watching: startWatch(context)
+                }
             case .refuse(let line, let refusal):
-                guard let reply = reply(refusing: line, refusal) else { continue }
-                append(reply)
+                dispatcher.refuse(refused(refusal), line: line, framing: framing, writer: writer)
             case .yieldTurn:
                 yieldTurn(context)
                 return
             case .close(let last):
-                if let last, let reply = dispatcher.refuse(nil, with: reply(last)) { append(reply) }
+                if let last { dispatcher.refuse(refused(last), line: nil, framing: framing, writer: writer) }
                 finish(context)
                 return
             }
         }
     }
 
-    /// Answers one request line: admitted and started by the dispatcher, run in a task
-    /// when it must wait. A `oneway` call runs the same way, and its replies are dropped.
-    private func answer(_ line: [UInt8], _ context: ChannelHandlerContext) {
-        let call: Dispatcher.Call
-        switch dispatcher.admit(line, peer: peer, framing: framing) {
-        case .blank: return
-        case .refused(let reply), .served(let reply):
-            append(reply)
-            return
-        case .admitted(let admitted): call = admitted
-        }
-        let oneway = call.oneway
-        switch dispatcher.start(call, committed: whenCommitted(call, context)) {
-        case .answered(let reply):
-            if !oneway { append(reply) }
-        case .committing:
-            machine.requestStarted()
-        case .task:
-            machine.requestStarted()
-            startTask(call, context)
-        case .watch:
-            // A oneway Watch would stream to nobody.
-            if !oneway { startWatch(context) }
-        }
-    }
-
-    /// What a group commit calls when it committed `call`, or failed: it brings the end back
-    /// to this event loop, where the dispatcher makes the reply. Only a Set or Delete can be
-    /// handed to a group commit, so only theirs is made; the other requests, answered at
-    /// once, cost no closure.
-    private func whenCommitted(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) -> @Sendable (Dispatcher.Committed) -> Void {
-        switch call.command {
-        case .set, .delete: break
-        default: return { _ in }
-        }
-        let loop = context.eventLoop
-        let end = NIOLoopBound(
-            { [self] (committed: Dispatcher.Committed) in
-                switch dispatcher.end(call, committed) {
-                case .answered(let reply):
-                    if !call.oneway { append(reply) }
-                    finishRequest(context)
-                case .retry(let retry):
-                    // A switch or restore closed the account's table: a task waits for it and retries.
-                    startTask(retry, context)
-                }
-            }, eventLoop: loop)
-        return { committed in loop.execute { end.value(committed) } }
-    }
-
-    /// The reply to a request that is refused; nil for a blank line, which is no request,
-    /// and for a `oneway` call. A request that is not admitted gets the reason it is not
-    /// (and is counted as such); the others the refusal's.
-    private func reply(refusing line: [UInt8], _ refusal: ConnectionStateMachine.Refusal) -> Reply? {
-        switch dispatcher.admit(line, peer: peer, framing: framing) {
-        case .blank: return nil
-        case .refused(let reply): return reply
-        case .served: return reply(refusal)
-        case .admitted(let call): return dispatcher.refuse(call, with: reply(refusal))
-        }
-    }
-
-    /// The error reply for `refusal`.
-    private func reply(_ refusal: ConnectionStateMachine.Refusal) -> Reply {
-        switch refusal {
-        case .watching:
-            return ProtocolError(.invalidRequest, "this connection is watching events; open another connection for other requests").reply
-        case .shuttingDown:
-            return ProtocolError(.shuttingDown, "accountd is shutting down; retry when it is back").reply
-        case .requestTooLarge:
+    /// The error of `refusal`; one over the size limit is logged too.
+    private func refused(_ refusal: ConnectionStateMachine.Refusal) -> RefusedRequest {
+        if refusal == .requestTooLarge {
             logger.warning(
                 "closed a connection from uid \(peer.uid): request over \(maximumRequestBytes) bytes", metadata: ["peer_uid": "\(peer.uid)"])
-            return ProtocolError(
-                .requestTooLarge, "a request may be at most \(maximumRequestBytes) bytes (requests.maxBytes); the connection is closed",
-                facts: [("limit", JSONValue(maximumRequestBytes))]
-            ).reply
         }
-    }
-
-    /// Handles a request that waits for something (SQLite, the disk, a lock) in a task on this event loop.
-    private func startTask(_ call: Dispatcher.Call, _ context: ChannelHandlerContext) {
-        flush(context)
-        let transport: any ReplyTransport = call.oneway ? DroppedReplies() : ChannelTransport(channel: context.channel)
-        let writer = ReplyWriter(transport)
-        let dispatcher = dispatcher
-        let loop = context.eventLoop
-        let resume = NIOLoopBound({ [self] in finishRequest(context) }, eventLoop: loop)
-        Task(executorPreference: executor) {
-            do {
-                try await dispatcher.run(call, writer: writer)
-                try await writer.flush()
-            } catch {
-                // The client went away; the channel is closing.
-            }
-            loop.execute { resume.value() }
-        }
+        return RefusedRequest(refusal: refusal, maximumRequestBytes: maximumRequestBytes)
     }
 
     /// The running request is answered: carries on with the requests behind it.
@@ -279,7 +194,7 @@ final class Connection: ChannelDuplexHandler {
 
     /// Lets other connections run, then carries on with the requests already read.
     private func yieldTurn(_ context: ChannelHandlerContext) {
-        flush(context)
+        writer.flush()
         context.eventLoop.assumeIsolated().execute { [self] in
             machine.turnResumed()
             carryOn(context)
@@ -293,7 +208,7 @@ final class Connection: ChannelDuplexHandler {
     private func carryOn(_ context: ChannelHandlerContext) {
         machine.beginTurn()
         serve(context)
-        if machine.state != .closing { flush(context) }
+        if machine.state != .closing { writer.flush() }
         if machine.releaseHeldRead(isWritable: context.channel.isWritable) {
             context.read()
         }
@@ -304,13 +219,11 @@ final class Connection: ChannelDuplexHandler {
     private func finish(_ context: ChannelHandlerContext) {
         watch?.cancel()
         closeLater(context)
-        // Always a write, even an empty one: its promise completes only after the replies
-        // queued before it (by earlier flushes or by a task) are written.
-        let buffer = context.channel.allocator.buffer(string: pending)
-        pending.removeAll()
+        // Always a write, even an empty one: its promise completes only after every reply
+        // written before it.
         idle?.touch()
         let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
+        writer.flush(always: true, promise: written)
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
@@ -324,21 +237,21 @@ final class Connection: ChannelDuplexHandler {
 
     // MARK: Watch
 
+    /// Streams events to the client through the connection's writer, each written before the next is taken.
     private func startWatch(_ context: ChannelHandlerContext) {
         guard machine.watchStarted() == .serve else {
             finish(context)
             return
         }
-        flush(context)
+        writer.flush()
         // A watcher that is not an admin hears only of the accounts it may read.
         let events = hub.subscribe(filter: dispatcher.watchFilter(for: peer))
-        let channel = context.channel
-        watch = Task(executorPreference: executor) {
+        let replies = ReplyWriter(writer)
+        watch = Task(executorPreference: writer.executor) {
             defer { events.finish() }
             while let event = await events.next() {
-                let reply = Reply(parameters: event, continues: true)
                 do {
-                    try await channel.writeAndFlush(ByteBuffer(string: reply.encoded())).get()
+                    try await replies.deliver(Reply(parameters: event, continues: true))
                 } catch {
                     return
                 }
@@ -346,38 +259,22 @@ final class Connection: ChannelDuplexHandler {
         }
     }
 
-    // MARK: Writing
+    // MARK: ReplyOutput
 
-    /// A reply written by a task or a watch, from the channel's end of the pipeline.
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        idle?.touch()
-        context.write(data, promise: promise)
-    }
-
-    private func append(_ reply: Reply) {
-        reply.encode(into: &pending)
-    }
-
-    /// Flushes once the event loop has handled every connection that is ready now.
-    private func scheduleFlush(_ context: ChannelHandlerContext) {
-        guard !pending.isEmpty, !flushScheduled, machine.state != .closing else { return }
-        if pending.utf8.count >= ReplyWriter.flushThreshold {
-            flush(context)
+    /// Writes the writer's bytes down the pipeline (through ``ReplyTerminator`` on the varlink socket).
+    func write(_ bytes: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(ClientGone())
             return
         }
-        flushScheduled = true
-        context.eventLoop.assumeIsolated().execute { [self] in
-            flushScheduled = false
-            flush(context)
-        }
+        idle?.touch()
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: promise)
     }
 
-    private func flush(_ context: ChannelHandlerContext) {
-        guard !pending.isEmpty, context.channel.isActive else { return }
-        let buffer = context.channel.allocator.buffer(string: pending)
-        idle?.touch()
-        // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
-        pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    var isActive: Bool { context?.channel.isActive ?? false }
+
+    var isGone: @Sendable () -> Bool {
+        guard let channel = context?.channel else { return { true } }
+        return { !channel.isActive }
     }
 }

@@ -180,10 +180,12 @@ struct ConnectionStateMachine: Sendable {
 
     /// The request just answered started a task or a group-commit change.
     mutating func requestStarted() {
-        guard case .idle(let end) = state else {
+        switch state {
+        case .idle(let end): state = .running(end)
+        case .closing: break  // closed under it (a write failed as the request began)
+        case .running, .watching, .yielded:
             preconditionFailure("a request started while the connection was \(state)")
         }
-        state = .running(end)
     }
 
     /// The running request is answered. The caller then serves the requests behind it.
@@ -208,7 +210,9 @@ struct ConnectionStateMachine: Sendable {
         case .idle:
             state = .closing
             return .close
-        case .running, .watching, .yielded, .closing:
+        case .closing:
+            return .close  // closed under it
+        case .running, .watching, .yielded:
             preconditionFailure("a Watch started while the connection was \(state)")
         }
     }

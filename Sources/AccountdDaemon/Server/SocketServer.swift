@@ -139,10 +139,7 @@ struct SocketServer: Service {
         logger.warning(
             "refused a connection from uid \(accepted.peer.uid): \(limit) connections are open (limits.maxConnections)",
             metadata: ["peer_uid": "\(accepted.peer.uid)"])
-        let reply = ProtocolError(
-            .tooManyConnections, "accountd already serves \(limit) connections (limits.maxConnections); retry later",
-            facts: [("limit", JSONValue(limit))]
-        ).reply
+        let reply = TooManyConnections(limit: limit).reply
         let channel = accepted.channel
         try? await channel.writeAndFlush(ByteBuffer(string: reply.encoded(for: framing))).get()
         try? await channel.close()

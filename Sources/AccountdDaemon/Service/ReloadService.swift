@@ -91,6 +91,7 @@ struct ReloadService: Service {
         inForce.replace(old.reloading(settings))
         LoggingSetup.currentLevel = settings.logLevel
         Connections.limitWAL(toBytes: settings.walMaxBytes)
+        Connections.leaveCheckpointsToReplicator(settings.replication != nil)
         policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
         let store = services.stores.current
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint

@@ -1,6 +1,6 @@
 /// The last reply of `Switch`: what was done to make the account active.
 public struct SwitchResult: ReplyModel {
-    enum Key: String { case account, previous, action, fromVersion, version, compatible, durationMs }
+    enum Key: String { case account, previous, action, fromVersion, version, compatible, durationMs, path }
 
     /// The account now active.
     public var account: String
@@ -16,8 +16,13 @@ public struct SwitchResult: ReplyModel {
     public var compatible: Bool
     /// How long the switch took, in milliseconds.
     public var durationMs: Double
+    /// The account file's absolute path (`<data-root>/accounts/<account>.sqlite`), for an app
+    /// that runs as the daemon's own user and opens the file itself (docs/APPS.md).
+    public var path: String
 
-    public init(account: String, previous: String?, action: String, fromVersion: Int?, version: Int, compatible: Bool, durationMs: Double) {
+    public init(
+        account: String, previous: String?, action: String, fromVersion: Int?, version: Int, compatible: Bool, durationMs: Double, path: String
+    ) {
         self.account = account
         self.previous = previous
         self.action = action
@@ -25,6 +30,7 @@ public struct SwitchResult: ReplyModel {
         self.version = version
         self.compatible = compatible
         self.durationMs = durationMs
+        self.path = path
     }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
@@ -36,6 +42,7 @@ public struct SwitchResult: ReplyModel {
         version = try reader.int(Key.version)
         compatible = try reader.bool(Key.compatible)
         durationMs = try reader.double(Key.durationMs)
+        path = try reader.string(Key.path)
     }
 
     public var parameters: JSONValue {
@@ -47,6 +54,7 @@ public struct SwitchResult: ReplyModel {
         object.add(Key.version, JSONValue(version))
         object.add(Key.compatible, .bool(compatible))
         object.add(Key.durationMs, .double(durationMs))
+        object.add(Key.path, .string(path))
         return object.value
     }
 }

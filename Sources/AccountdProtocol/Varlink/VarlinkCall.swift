@@ -39,6 +39,15 @@ public struct VarlinkCall: Sendable {
         self.oneway = oneway
     }
 
+    /// Whether `message` asks for no reply (`"oneway": true`), read from its envelope alone:
+    /// the call itself is neither decoded nor checked. For a message refused before it is
+    /// decoded (the daemon is stopping), which must still get no reply if it asked for none.
+    /// False for a message that is not a JSON object.
+    public static func isOneway(_ message: [UInt8]) -> Bool {
+        guard let value = try? Request.parseObject(message) else { return false }
+        return value["oneway"] == .bool(true)
+    }
+
     /// Decodes one message, without its NUL.
     ///
     /// - Returns: nil for an empty message, which is not a call.

@@ -1,0 +1,126 @@
+import AccountdProtocol
+import NIOCore
+
+/// Where a connection's reply bytes go: its channel, or a test's buffer.
+protocol ReplyOutput: AnyObject {
+    /// Writes and flushes `bytes`; `promise` completes once they are handed to the socket,
+    /// or fails if they never will be.
+    func write(_ bytes: ByteBuffer, promise: EventLoopPromise<Void>?)
+    /// Whether the client may still read what is written.
+    var isActive: Bool { get }
+    /// Whether the client went away; cheap and callable from any thread (a running
+    /// statement asks it every few thousand steps).
+    var isGone: @Sendable () -> Bool { get }
+}
+
+/// The one writer of a connection: every reply to every request, each refusal, each Watch
+/// event and each chunk of an export goes through it, on the channel's event loop, in the
+/// order it is given. Order so holds by construction: there is no other way to the socket.
+///
+/// Replies are gathered and written together: after the event loop has handled every
+/// connection that was ready (``flushSoon()``), when a request ends outside a read, when
+/// a task begins, or once ``flushThreshold`` bytes are pending. A request's task
+/// reaches this writer through its ``ReplyWriter``; a pool thread through
+/// ``ReplyWriter/blockingWrite``, which hands its bytes to the event loop.
+final class ConnectionWriter {
+    /// How many pending bytes are written at once rather than gathered further.
+    static let flushThreshold = 64 * 1024
+
+    /// The channel's event loop: the writer is used on it only.
+    let loop: any EventLoop
+    /// Runs a connection's tasks on ``loop``.
+    let executor: EventLoopExecutor
+    /// The client's side; nil once the connection is gone.
+    private var output: (any ReplyOutput)?
+    /// Replies not yet written.
+    private var pending = ""
+    private var flushScheduled = false
+    /// Called on ``loop`` when a request that is answered later (``Dispatcher/Response/running``) has ended.
+    var requestEnded: () -> Void = {}
+
+    init(loop: any EventLoop, output: any ReplyOutput) {
+        self.loop = loop
+        self.executor = EventLoopExecutor(loop)
+        self.output = output
+        pending.reserveCapacity(1024)
+    }
+
+    /// Whether the client went away (see ``ReplyOutput/isGone``).
+    var isGone: @Sendable () -> Bool {
+        guard let output else { return { true } }
+        return output.isGone
+    }
+
+    /// Whether the client may still read what is written.
+    var isActive: Bool { output?.isActive ?? false }
+
+    /// Appends `reply`; it goes out with the next flush.
+    func send(_ reply: Reply) {
+        reply.encode(into: &pending)
+    }
+
+    /// How many bytes are pending.
+    var pendingBytes: Int { pending.utf8.count }
+
+    /// Writes what is pending now.
+    ///
+    /// - Parameter always: write even when nothing is pending, so that `promise` completes
+    ///   only once everything written before is written.
+    func flush(always: Bool = false, promise: EventLoopPromise<Void>? = nil) {
+        guard let output, output.isActive else {
+            pending.removeAll()
+            promise?.fail(ClientGone())
+            return
+        }
+        guard !pending.isEmpty || always else {
+            promise?.succeed()
+            return
+        }
+        let buffer = ByteBuffer(string: pending)
+        // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
+        pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
+        output.write(buffer, promise: promise)
+    }
+
+    /// Writes what is pending, and returns when it is handed to the socket.
+    func flushed() -> EventLoopFuture<Void> {
+        let promise = loop.makePromise(of: Void.self)
+        flush(always: true, promise: promise)
+        return promise.futureResult
+    }
+
+    /// Writes `bytes` (already framed replies, such as an export's chunk) after what is pending.
+    func write(_ bytes: ByteBuffer) -> EventLoopFuture<Void> {
+        flush()
+        let promise = loop.makePromise(of: Void.self)
+        guard let output else {
+            promise.fail(ClientGone())
+            return promise.futureResult
+        }
+        output.write(bytes, promise: promise)
+        return promise.futureResult
+    }
+
+    /// Flushes once the event loop has handled every connection that is ready now (like
+    /// Redis, the daemon reads what is there first and writes the answers together), or at
+    /// once when ``flushThreshold`` bytes are pending.
+    func flushSoon() {
+        guard !pending.isEmpty, !flushScheduled else { return }
+        if pending.utf8.count >= Self.flushThreshold {
+            flush()
+            return
+        }
+        flushScheduled = true
+        loop.assumeIsolated().execute { [self] in
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    /// The connection is gone: nothing more is written, and writes still to come fail with ``ClientGone``.
+    func detach() {
+        output = nil
+        pending.removeAll()
+        requestEnded = {}
+    }
+}

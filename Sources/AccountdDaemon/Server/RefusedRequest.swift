@@ -1,0 +1,42 @@
+import AccountdProtocol
+
+/// A request the connection refuses by its state, without reading it, as the error it gets.
+///
+/// The connection's state decides (``ConnectionStateMachine/Refusal``); this type says how
+/// each refusal goes on the wire, as every ``WireError`` does.
+struct RefusedRequest: WireError {
+    /// Why the request is refused.
+    let refusal: ConnectionStateMachine.Refusal
+    /// `requests.maxBytes`, quoted by `RequestTooLarge`.
+    let maximumRequestBytes: Int
+
+    var wireName: ErrorName {
+        switch refusal {
+        case .watching: .invalidRequest
+        case .shuttingDown: .shuttingDown
+        case .requestTooLarge: .requestTooLarge
+        }
+    }
+
+    var wireMessage: String {
+        switch refusal {
+        case .watching: "this connection is watching events; open another connection for other requests"
+        case .shuttingDown: "accountd is shutting down; retry when it is back"
+        case .requestTooLarge: "a request may be at most \(maximumRequestBytes) bytes (requests.maxBytes); the connection is closed"
+        }
+    }
+
+    var wireFacts: [(String, JSONValue)] {
+        refusal == .requestTooLarge ? [("limit", JSONValue(maximumRequestBytes))] : []
+    }
+}
+
+/// A connection over `limits.maxConnections`: answered with this error, then closed.
+struct TooManyConnections: WireError {
+    /// `limits.maxConnections`.
+    let limit: Int
+
+    var wireName: ErrorName { .tooManyConnections }
+    var wireMessage: String { "accountd already serves \(limit) connections (limits.maxConnections); retry later" }
+    var wireFacts: [(String, JSONValue)] { [("limit", JSONValue(limit))] }
+}

@@ -15,6 +15,8 @@ struct MetricsCommand: AsyncParsableCommand {
             the daemon does not answer, PATH gets `accountd_up 0` (and the time it was \
             written) rather than keeping the last good text, so an alert on accountd_up \
             fires, and the command exits 1 (systemd/accountd-metrics.service runs this). \
+            A daemon that accepts the connection but does not answer within --timeout \
+            seconds (hung) counts as down too. \
             With --json, prints the reply's parameters, {"text": ...}.
             """)
 
@@ -23,6 +25,13 @@ struct MetricsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the text to this file (atomically), `accountd_up 0` when the daemon is down.", valueName: "path"))
     var textfile: String?
 
+    @Option(help: ArgumentHelp("With --textfile: seconds to wait for the answer before writing `accountd_up 0`.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be a number of seconds from 0 to 3600") }
+    }
+
     func run() async throws {
         guard let textfile else {
             let text = try await global.connect().metrics()
@@ -30,6 +39,16 @@ struct MetricsCommand: AsyncParsableCommand {
             print(text, terminator: "")
             return
         }
+        // A hung daemon may never answer, and a blocked read may not heed cancellation: the
+        // timer writes the down file and ends the process itself.
+        let (path, seconds) = (textfile, timeout)
+        let timer = Task.detached {
+            try await Task.sleep(for: .seconds(seconds))
+            try? Self.replace(path, with: Self.down(at: Date()))
+            FileHandle.standardError.write(Data("accountctl: the daemon did not answer within \(seconds) s; wrote accountd_up 0 to \(path)\n".utf8))
+            Foundation.exit(1)
+        }
+        defer { timer.cancel() }
         let text: String
         var failure: (any Error)?
         do {

@@ -62,6 +62,13 @@ struct MigrateCommand: AsyncParsableCommand {
         if !all && accounts.isEmpty { throw ValidationError("name the accounts to migrate, or give --all") }
         for account in accounts + Self.names(exclude) + Self.names(canaryAccounts.map { [$0] } ?? []) { try validateAccountName(account) }
         if canary != nil && canaryAccounts != nil { throw ValidationError("give either --canary N or --canary-accounts NAMES, not both") }
+        let canaryNames = Self.names(canaryAccounts.map { [$0] } ?? [])
+        if canaryAccounts != nil && canaryNames.isEmpty {
+            throw ValidationError("--canary-accounts names no account; name the canary's accounts, or leave it out for no canary")
+        }
+        if let left = canaryNames.first(where: { Self.names(exclude).contains($0) }) {
+            throw ValidationError("\(left) is both in --canary-accounts and in --exclude; a canary of left-out accounts would stage nothing")
+        }
         if create && all { throw ValidationError("--create creates named accounts: name them rather than --all") }
         if create && rollbackTo != nil { throw ValidationError("--rollback-to creates nothing; leave --create out") }
         if let rollbackTo, rollbackTo < 0 { throw ValidationError("--rollback-to must be a version, 0 or more") }

@@ -207,6 +207,10 @@ struct CommandCodecTests {
         // Snapshot labels.
         Refusal(line: "snapshot alice -bad", error: .invalidParameter, parameter: "label"),
         Refusal(line: "snapshot alice before-migrate", error: .invalidParameter, parameter: "label"),
+        Refusal(line: #"{"method":"io.accountd.Migrate","parameters":{"all":true,"canaryAccounts":[]}}"#, error: .invalidParameter, parameter: "canaryAccounts"),
+        Refusal(
+            line: #"{"method":"io.accountd.Migrate","parameters":{"all":true,"canaryAccounts":["c1"],"exclude":["c1"]}}"#, error: .invalidParameter,
+            parameter: "canaryAccounts"),
         Refusal(line: "snapshot alice Before-Restore-2", error: .invalidParameter, parameter: "label"),
         Refusal(line: #"{"method":"io.accountd.Snapshot","parameters":{"account":"alice","label":""}}"#, error: .invalidParameter, parameter: "label"),
         Refusal(line: "snapshot alice " + String(repeating: "l", count: 49), error: .invalidParameter, parameter: "label"),

@@ -28,6 +28,26 @@ import Testing
         try E2E.accountctl(["metrics", "--textfile", file], socket: socket)
     }
 
+    /// A daemon that accepts connections but never answers (hung; SIGSTOP stands in) kept
+    /// the last `accountd_up 1` file, and the metrics command waited forever (the review of
+    /// issue 34, finding 8). Now it writes `accountd_up 0` after `--timeout` and exits 1.
+    @Test func aHungDaemonIsWrittenDownAfterTheTimeout() throws {
+        let dir = TestDirectory()
+        let file = dir.sub("accountd.prom")
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        #expect(try Self.writeTextfile(file, socket: daemon.socket).status == 0)
+        kill(daemon.process.processIdentifier, SIGSTOP)
+        defer { kill(daemon.process.processIdentifier, SIGCONT) }
+        let started = Date()
+        let hung = try E2E.accountctl(["metrics", "--textfile", file, "--timeout", "2"], socket: daemon.socket)
+        let took = Date().timeIntervalSince(started)
+        #expect(hung.status == 1 && hung.stderr.contains("did not answer within"), "\(hung.stderr)")
+        #expect(took < 20, "it waited \(took) s")
+        let samples = MetricsTests.samples(try String(contentsOfFile: file, encoding: .utf8))
+        #expect(samples["accountd_up"] == 0, "\(samples)")
+    }
+
     @Test func theMetricsFileSaysDownWhenTheDaemonIsStopped() throws {
         let dir = TestDirectory()
         let file = dir.sub("accountd.prom")

@@ -181,6 +181,13 @@ extension Command {
             maxFailures: try parameters.int("maxFailures", in: 1...MigrateRollout.maximum), create: try parameters.bool("create") ?? false,
             canaryAccounts: try names("canaryAccounts"), exclude: try names("exclude"),
             rollbackTo: try parameters.int("rollbackTo", in: 0...Int(Int32.max)))
+        // An empty canary would be no canary at all: the whole fleet at once, which the caller did not ask for.
+        if try parameters.stringArray("canaryAccounts")?.isEmpty == true {
+            throw .invalidParameter("canaryAccounts", "\"canaryAccounts\" is empty; name the canary's accounts, or leave it out for no canary")
+        }
+        if let left = rollout.canaryAccounts.first(where: { rollout.exclude.contains($0) }) {
+            throw .invalidParameter("canaryAccounts", "account \(left) is both in \"canaryAccounts\" and in \"exclude\"; a canary of left-out accounts would stage nothing")
+        }
         if rollout.canary != nil && !rollout.canaryAccounts.isEmpty {
             throw .invalidParameter("canaryAccounts", "Migrate takes either \"canary\" (a number) or \"canaryAccounts\" (names), not both")
         }

@@ -8,12 +8,3 @@ public protocol BlockingRunner: Sendable {
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T
 }
 
-/// Runs blocking work on the caller's own thread: for the command-line tools, whose one task
-/// may block (`accountd pull`), never for the daemon.
-public struct InPlaceRunner: BlockingRunner {
-    public init() {}
-
-    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try body()
-    }
-}

@@ -7,4 +7,3 @@ public protocol BlockingRunner: Sendable {
     /// Runs `body` where blocking is allowed and returns its result.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T
 }
-

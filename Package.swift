@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"4.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", exact: "1.0.2"),
     ],
     targets: [
         // Pure protocol: models and the line codec. No SQLite, no NIO channels, no systemd.
@@ -48,6 +49,7 @@ let package = Package(
                 "CSQLiteConfig",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]),
 
         // SQLite's process-wide settings (sqlite3_config), over the system libsqlite3.

@@ -47,8 +47,11 @@ final class FuzzDaemon {
 
     /// Closes the preference databases and stops the pool, as the daemon does on SIGTERM.
     func shutDown() {
-        preferences.closeAll()
-        let pool = pool
-        Blocking.wait { try? await pool.shutdown() }
+        let (preferences, pool) = (preferences, pool)
+        // The tables' last commits run on the pool: closed before it stops.
+        Blocking.wait {
+            await preferences.closeAll()
+            try? await pool.shutdown()
+        }
     }
 }

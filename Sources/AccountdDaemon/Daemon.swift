@@ -18,6 +18,46 @@ public enum Daemon {
     ///
     /// - Throws: when the data root, the bundle or the socket cannot be used; the error says which.
     public static func run(settings: DaemonSettings, loader: SettingsLoader, logger: Logger) async throws {
+        prepareProcess(settings)
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
+        try raiseFileLimit(settings, eventLoops: loops.count, poolThreads: poolThreads, logger: logger)
+        let root = try DataRoot(settings.dataRoot)
+        let lock = try DataRootLock(root: root.path)
+        defer { _ = lock }
+        // Leftovers of exports that were interrupted by a crash (never through a link).
+        do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        let bundle = try loadBundle(settings, logger: logger)
+        let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
+        let pool = BlockingPool(threads: poolThreads)
+        let hub = EventHub()
+        // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
+        let metrics = DaemonMetrics(accountLabels: settings.metricsAccountLabels)
+        metrics.bootstrapProcess()
+        // Before the preference tables could make a new, empty device.sqlite.
+        await pullDeviceIfMissing(settings, root: root, pool: pool, logger: logger)
+        let preferences = try PreferenceService(
+            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
+        let served: Result<Void, any Error>
+        do {
+            let services = try openServices(
+                settings, root: root, stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+            try await serve(settings, loader: loader, services: services, loops: loops, logger: logger)
+            served = .success(())
+        } catch {
+            served = .failure(error)
+        }
+        // Every accepted Set is committed and the tables closed while the pool still runs.
+        await preferences.closeAll()
+        try? await pool.shutdown()
+        try served.get()
+        logger.notice("accountd stopped")
+    }
+
+    /// The process's settings that come before anything else: the file mode mask, the
+    /// signals the daemon ignores, the malloc arenas, the WAL bound of every connection, and
+    /// whether checkpoints are left to Litestream.
+    private static func prepareProcess(_ settings: DaemonSettings) {
         umask(0o077)
         // SIGHUP's default action ends the process; ignore it until the reload service traps it.
         signal(SIGHUP, SIG_IGN)
@@ -27,47 +67,50 @@ public enum Daemon {
         Malloc.boundArenas()
         Connections.limitWAL(toBytes: settings.walMaxBytes)
         Connections.leaveCheckpointsToReplicator(settings.replication != nil)
-        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
-        let poolThreads = BlockingPool.daemonThreadCount(migrateConcurrency: settings.migrateConcurrency)
-        let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: loops.count, blockingThreads: poolThreads)
+    }
+
+    /// With replication, brings a missing device.sqlite back from the replica
+    /// (``DevicePull``) before a new, empty one could be made and shadow it there: Litestream
+    /// is awaited, the file work runs on `pool`. If the replica cannot be asked, the daemon
+    /// starts all the same (the log says so): device-wide preferences are not worth a device
+    /// that does not start.
+    private static func pullDeviceIfMissing(_ settings: DaemonSettings, root: DataRoot, pool: BlockingPool, logger: Logger) async {
+        guard let replicating = settings.replication else { return }
+        let shown = replicating.replica.redact(replicating.replica.device)
+        do {
+            let pulled = try await DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
+                .pullIfMissing(on: pool)
+            if case .pulled(let txid) = pulled {
+                logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
+            }
+        } catch {
+            logger.error(
+                "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); a new one is made if a device namespace needs it, and once Litestream ships it, it replaces the replica's. Stop accountd and accountd-litestream if the replica's copy matters, and fix the replica's access first")
+        }
+    }
+
+    /// Raises the open-file limit to what the connections, the loops and the pool may need.
+    private static func raiseFileLimit(_ settings: DaemonSettings, eventLoops: Int, poolThreads: Int, logger: Logger) throws {
+        let files = try FileLimit(maximumConnections: settings.maximumConnections, eventLoops: eventLoops, blockingThreads: poolThreads)
             .ensure()
         if files.after.soft != files.before.soft {
             logger.info("raised the open-file limit from \(files.before.soft) to \(files.after.soft) (hard limit \(files.after.hard))")
         }
-        let root = try DataRoot(settings.dataRoot)
-        let lock = try DataRootLock(root: root.path)
-        defer { _ = lock }
-        // Leftovers of exports that were interrupted by a crash (never through a link).
-        do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+    }
+
+    /// Loads the schema bundle, and says which.
+    private static func loadBundle(_ settings: DaemonSettings, logger: Logger) throws -> SchemaBundle {
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
-        let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
-        let pool = BlockingPool(threads: poolThreads)
-        let hub = EventHub()
-        // One registry for the daemon; its parts are given it explicitly (see DaemonMetrics).
-        let metrics = DaemonMetrics(accountLabels: settings.metricsAccountLabels)
-        metrics.bootstrapProcess()
-        // With replication, a missing device.sqlite comes back from the replica before a new,
-        // empty one could be made and shadow it there.
-        // If the replica cannot be asked, the daemon starts all the same (the log says so):
-        // device-wide preferences are not worth a device that does not start.
-        if let replicating = settings.replication {
-            let shown = replicating.replica.redact(replicating.replica.device)
-            do {
-                let pulled = try DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
-                    .pullIfMissing()
-                if case .pulled(let txid) = pulled {
-                    logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
-                }
-            } catch {
-                logger.error(
-                    "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); a new one is made if a device namespace needs it, and once Litestream ships it, it replaces the replica's. Stop accountd and accountd-litestream if the replica's copy matters, and fix the replica's access first")
-            }
-        }
-        let preferences = try PreferenceService(
-            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
-        defer { preferences.closeAll() }
+        return bundle
+    }
+
+    /// Writes Litestream's configuration and makes the services.
+    private static func openServices(
+        _ settings: DaemonSettings, root: DataRoot, stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool,
+        hub: EventHub, metrics: DaemonMetrics, logger: Logger
+    ) throws -> Services {
         // Litestream's configuration is written before anything is served, so that the
         // accountd-litestream unit, ordered after this one, finds it.
         let replication = ReplicationService(settings: nil, root: root, logger: logger)
@@ -75,48 +118,36 @@ public enum Daemon {
         let services = Services(
             stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication,
             sqlLimits: DataService.Limits(timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows), logger: logger)
-        let switching = services.switching
-        let systemd = SystemdStatus(active: { switching.active })
-        hub.listen(systemd.handle)
-        // A purge that a crash or a failed deletion interrupted is finished now, its name
-        // erased from state.json too, before anything is served.
+        return services
+    }
+
+    /// Finishes a purge that a crash or a failed deletion interrupted, its name erased from
+    /// state.json too, before anything is served.
+    private static func finishInterruptedPurges(root: DataRoot, switching: SwitchService, logger: Logger) async {
         do {
             for account in try root.finishInterruptedPurges() {
-                try switching.forgetPurged(account)
+                try await switching.forgetPurged(account)
                 logger.notice("finished the purge of account \(account) that was interrupted", metadata: ["account": "\(account)", "operation": "Remove"])
             }
         } catch {
             logger.error("finishing an interrupted purge failed: \(error); purge the account again")
         }
+    }
+
+    /// Tells systemd, finishes interrupted purges, starts opening the saved active account
+    /// in the background, then serves every socket until SIGTERM or SIGINT, with the
+    /// watchdog and the reload service, and returns once the requests in progress have finished.
+    private static func serve(
+        _ settings: DaemonSettings, loader: SettingsLoader, services: Services, loops: [any EventLoop], logger: Logger
+    ) async throws {
+        let switching = services.switching
+        let systemd = SystemdStatus(active: { switching.active })
+        services.hub.listen(systemd.handle)
+        await finishInterruptedPurges(root: services.stores.current.root, switching: switching, logger: logger)
         // In the background: the daemon listens at once, whoever holds the saved account's file.
         switching.openSavedAccount()
-
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
-        let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
-        // Handed sockets, systemd's are served and no other; else both are bound.
-        let plan = SocketActivation.plan(
-            passed: SocketActivation.passedSockets(), linePath: settings.socketPath, varlinkPath: settings.varlinkSocketPath,
-            mode: settings.socketMode)
-        if let activation = plan.activation { logger.notice("\(activation)") }
-        // Ready once every socket accepts connections; stopping once the first stops taking them.
-        let listening = Countdown(plan.listeners.count)
-        let stopping = Countdown(1)
-        let counter = ConnectionCounter(limit: settings.maximumConnections, metrics: metrics)
-        let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
-        let servers = plan.listeners.map { framing, listener in
-            SocketServer(
-                listener: listener, framing: framing, dispatcher: dispatcher, hub: hub,
-                maximumRequestBytes: settings.maximumRequestBytes, counter: counter, idleTimeout: idleTimeout, logger: logger,
-                onReady: {
-                    guard listening.tick() else { return }
-                    logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
-                },
-                onStopping: {
-                    guard stopping.tick() else { return }
-                    systemd.stopping()
-                    logger.notice("shutting down: no new connections; finishing the requests in progress")
-                })
-        }
+        let servers = makeServers(settings, services: services, policy: policy, systemd: systemd, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 // Shut down last first: the sockets stop taking work at once, and the watchdog
@@ -130,8 +161,36 @@ public enum Daemon {
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        try? await pool.shutdown()
-        logger.notice("accountd stopped")
+    }
+
+    /// One server per socket: systemd's when it handed sockets over, else both bound here.
+    private static func makeServers(
+        _ settings: DaemonSettings, services: Services, policy: Reloadable<AccessPolicy>, systemd: SystemdStatus, logger: Logger
+    ) -> [SocketServer] {
+        let dispatcher = Dispatcher(services: services, policy: policy, logger: logger, migrateConcurrency: settings.migrateConcurrency)
+        let plan = SocketActivation.plan(
+            passed: SocketActivation.passedSockets(), linePath: settings.socketPath, varlinkPath: settings.varlinkSocketPath,
+            mode: settings.socketMode)
+        if let activation = plan.activation { logger.notice("\(activation)") }
+        // Ready once every socket accepts connections; stopping once the first stops taking them.
+        let listening = Countdown(plan.listeners.count)
+        let stopping = Countdown(1)
+        let counter = ConnectionCounter(limit: settings.maximumConnections, metrics: services.metrics)
+        let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
+        return plan.listeners.map { framing, listener in
+            SocketServer(
+                listener: listener, framing: framing, dispatcher: dispatcher, hub: services.hub,
+                maximumRequestBytes: settings.maximumRequestBytes, counter: counter, idleTimeout: idleTimeout, logger: logger,
+                onReady: {
+                    guard listening.tick() else { return }
+                    logger.notice("accountd \(AccountdVersion.current) ready: \(systemd.ready())")
+                },
+                onStopping: {
+                    guard stopping.tick() else { return }
+                    systemd.stopping()
+                    logger.notice("shutting down: no new connections; finishing the requests in progress")
+                })
+        }
     }
 }
 

@@ -5,7 +5,7 @@ import ArgumentParser
 import Foundation
 
 /// `accountd pull`: brings an account from a Litestream replica onto a data root, without a daemon.
-struct PullCommand: ParsableCommand {
+struct PullCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
         abstract: "Bring an account from a Litestream replica onto a data root, without serving.",
@@ -35,7 +35,7 @@ struct PullCommand: ParsableCommand {
         guard replica.contains("://") else { throw ValidationError("--replica is a URL Litestream takes, e.g. file:///srv/replica/accounts") }
     }
 
-    func run() throws {
+    func run() async throws {
         umask(0o077)
         let name = try! AccountName(account)
         do {
@@ -49,8 +49,17 @@ struct PullCommand: ParsableCommand {
                 throw ValidationError("\(error); use 'accountctl pull \(account)' to pull through the running daemon")
             }
             defer { _ = lock }
-            let outcome = try ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
-                .pull(name)
+            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
+            // A command of its own: its steps may block this program's threads.
+            let staged = try puller.stage(name)
+            let run: LitestreamProgram.Run
+            do {
+                run = try await puller.restore(staged)
+            } catch {
+                puller.discard(staged)
+                throw error
+            }
+            let outcome = try puller.finish(staged, after: run)
             print("\(name): pulled at version \(outcome.version) (\(outcome.sizeBytes) bytes, Litestream txid \(outcome.txid ?? "unknown"))")
         } catch {
             FileHandle.standardError.write(Data("accountd: \(account): \(error)\n".utf8))

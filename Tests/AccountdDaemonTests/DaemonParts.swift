@@ -45,7 +45,7 @@ final class DaemonParts: Sendable {
         let parts = try DaemonParts(dataRoot: path, namespaces: namespaces, options: options)
         let result: Result<T, any Error>
         do { result = .success(try await body(parts)) } catch { result = .failure(error) }
-        parts.preferences.closeAll()
+        await parts.preferences.closeAll()
         try await parts.pool.shutdown()
         return try result.get()
     }

@@ -58,108 +58,154 @@ struct SQLLexer {
     /// Unterminated strings, identifiers and comments run to the end of the text;
     /// SQLite reports those when the statement is executed.
     static func tokens(_ text: String) -> [Token] {
-        let utf8 = Array(text.utf8)
+        var scanner = Scanner(text)
         var tokens: [Token] = []
+        while let token = scanner.next() { tokens.append(token) }
+        return tokens
+    }
+
+    /// Reads tokens off SQL text one at a time, in the order ``next()``'s steps try them.
+    private struct Scanner {
+        let text: String
+        let utf8: [UInt8]
+        /// The byte read next, and the line it is on.
         var i = 0
         var line = 1
-        let count = utf8.count
+
+        init(_ text: String) {
+            self.text = text
+            utf8 = Array(text.utf8)
+        }
+
+        var count: Int { utf8.count }
+
+        /// Whether the bytes from `i` are `first` then `second`.
+        func at(_ first: UInt8, then second: UInt8) -> Bool {
+            i + 1 < count && utf8[i] == first && utf8[i + 1] == second
+        }
+
+        /// The next token, or nil at the end of the text: white space and comments are
+        /// skipped first, then the token is scanned by its first bytes.
+        mutating func next() -> Token? {
+            skipSpaceAndComments()
+            guard i < count else { return nil }
+            let (start, startLine) = (i, line)
+            let kind = scanToken()
+            return Token(kind: kind, raw: substring(start, i), line: startLine, start: start, end: i)
+        }
+
+        /// Skips white space, newlines (counting them), `--` comments and `/* */` comments.
+        mutating func skipSpaceAndComments() {
+            while i < count {
+                switch utf8[i] {
+                case 0x0A:
+                    line += 1
+                    i += 1
+                case 0x20, 0x09, 0x0D, 0x0C, 0x0B:
+                    i += 1
+                case 0x2D where at(0x2D, then: 0x2D):  // -- comment
+                    while i < count && utf8[i] != 0x0A { i += 1 }
+                case 0x2F where at(0x2F, then: 0x2A):  // /* comment */
+                    i += 2
+                    while i < count && !(utf8[i] == 0x2A && i + 1 < count && utf8[i + 1] == 0x2F) {
+                        if utf8[i] == 0x0A { line += 1 }
+                        i += 1
+                    }
+                    i = min(i + 2, count)
+                default:
+                    return
+                }
+            }
+        }
+
+        /// Scans the token that starts at `i`, and says its kind.
+        mutating func scanToken() -> Token.Kind {
+            let c = utf8[i]
+            switch c {
+            case 0x27, 0x22, 0x60:  // ' " `
+                scanQuoted(c)
+                return c == 0x27 ? .string : .quotedIdentifier
+            case 0x5B:  // [identifier]
+                scanBracketed()
+                return .quotedIdentifier
+            case 0x78 where at(0x78, then: 0x27), 0x58 where at(0x58, then: 0x27):  // x'blob'
+                scanBlob()
+                return .blob
+            case 0x30...0x39, 0x2E where i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39:  // 1, .5
+                i = SQLLexer.numberEnd(utf8, from: i)
+                return .number
+            case _ where SQLLexer.isIdentifierByte(c):
+                skipIdentifierBytes()
+                return .word
+            case 0x3F, 0x3A, 0x40:  // ? :name @name
+                i += 1
+                skipIdentifierBytes()
+                return .variable
+            default:
+                scanPunctuation(c)
+                return .punctuation
+            }
+        }
+
+        /// A string or quoted identifier; a doubled quote stays inside it.
+        mutating func scanQuoted(_ quote: UInt8) {
+            i += 1
+            while i < count {
+                if utf8[i] == quote {
+                    if i + 1 < count && utf8[i + 1] == quote {
+                        i += 2
+                        continue
+                    }
+                    i += 1
+                    return
+                }
+                if utf8[i] == 0x0A { line += 1 }
+                i += 1
+            }
+        }
+
+        mutating func scanBracketed() {
+            i += 1
+            while i < count && utf8[i] != 0x5D {
+                if utf8[i] == 0x0A { line += 1 }
+                i += 1
+            }
+            i = min(i + 1, count)
+        }
+
+        mutating func scanBlob() {
+            i += 2
+            while i < count && utf8[i] != 0x27 { i += 1 }
+            i = min(i + 1, count)
+        }
+
+        mutating func skipIdentifierBytes() {
+            while i < count && SQLLexer.isIdentifierByte(utf8[i]) { i += 1 }
+        }
+
+        /// One operator or punctuation mark: `||`, `<=`, `>=`, `==`, `!=`, `<>`, `<<`, `>>`,
+        /// `->` and `->>` are one token each. A lone byte of a multi-byte character cannot
+        /// start here: those bytes are >= 0x80 and were taken as identifier bytes.
+        mutating func scanPunctuation(_ c: UInt8) {
+            var length = 1
+            if i + 1 < count {
+                switch (c, utf8[i + 1]) {
+                case (0x7C, 0x7C), (0x3C, 0x3D), (0x3E, 0x3D), (0x3D, 0x3D), (0x21, 0x3D), (0x3C, 0x3E),
+                    (0x3C, 0x3C), (0x3E, 0x3E):
+                    length = 2
+                case (0x2D, 0x3E):
+                    length = (i + 2 < count && utf8[i + 2] == 0x3E) ? 3 : 2
+                default: break
+                }
+            }
+            i += length
+        }
 
         func substring(_ from: Int, _ to: Int) -> Substring {
             let start = text.utf8.index(text.utf8.startIndex, offsetBy: from)
             let end = text.utf8.index(start, offsetBy: to - from)
             return text[start..<end]
         }
-        func isIdentifierByte(_ c: UInt8) -> Bool { Self.isIdentifierByte(c) }
-
-        while i < count {
-            let c = utf8[i]
-            let startLine = line
-            let start = i
-            switch c {
-            case 0x0A:
-                line += 1
-                i += 1
-                continue
-            case 0x20, 0x09, 0x0D, 0x0C, 0x0B:
-                i += 1
-                continue
-            case 0x2D where i + 1 < count && utf8[i + 1] == 0x2D:  // -- comment
-                while i < count && utf8[i] != 0x0A { i += 1 }
-                continue
-            case 0x2F where i + 1 < count && utf8[i + 1] == 0x2A:  // /* comment */
-                i += 2
-                while i < count && !(utf8[i] == 0x2A && i + 1 < count && utf8[i + 1] == 0x2F) {
-                    if utf8[i] == 0x0A { line += 1 }
-                    i += 1
-                }
-                i = min(i + 2, count)
-                continue
-            case 0x27, 0x22, 0x60:  // ' " `
-                i += 1
-                while i < count {
-                    if utf8[i] == c {
-                        if i + 1 < count && utf8[i + 1] == c {
-                            i += 2
-                            continue
-                        }
-                        i += 1
-                        break
-                    }
-                    if utf8[i] == 0x0A { line += 1 }
-                    i += 1
-                }
-                let kind: Token.Kind = c == 0x27 ? .string : .quotedIdentifier
-                tokens.append(Token(kind: kind, raw: substring(start, i), line: startLine, start: start, end: i))
-                continue
-            case 0x5B:  // [identifier]
-                i += 1
-                while i < count && utf8[i] != 0x5D {
-                    if utf8[i] == 0x0A { line += 1 }
-                    i += 1
-                }
-                i = min(i + 1, count)
-                tokens.append(
-                    Token(kind: .quotedIdentifier, raw: substring(start, i), line: startLine, start: start, end: i))
-                continue
-            default:
-                break
-            }
-            if (c == 0x78 || c == 0x58) && i + 1 < count && utf8[i + 1] == 0x27 {  // x'blob'
-                i += 2
-                while i < count && utf8[i] != 0x27 { i += 1 }
-                i = min(i + 1, count)
-                tokens.append(Token(kind: .blob, raw: substring(start, i), line: startLine, start: start, end: i))
-            } else if (c >= 0x30 && c <= 0x39) || (c == 0x2E && i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39) {
-                i = numberEnd(utf8, from: i)
-                tokens.append(Token(kind: .number, raw: substring(start, i), line: startLine, start: start, end: i))
-            } else if isIdentifierByte(c) {
-                while i < count && isIdentifierByte(utf8[i]) { i += 1 }
-                tokens.append(Token(kind: .word, raw: substring(start, i), line: startLine, start: start, end: i))
-            } else if c == 0x3F || c == 0x3A || c == 0x40 {  // ? :name @name
-                i += 1
-                while i < count && isIdentifierByte(utf8[i]) { i += 1 }
-                tokens.append(Token(kind: .variable, raw: substring(start, i), line: startLine, start: start, end: i))
-            } else {
-                var length = 1
-                if i + 1 < count {
-                    let pair = (c, utf8[i + 1])
-                    switch pair {
-                    case (0x7C, 0x7C), (0x3C, 0x3D), (0x3E, 0x3D), (0x3D, 0x3D), (0x21, 0x3D), (0x3C, 0x3E),
-                        (0x3C, 0x3C), (0x3E, 0x3E):
-                        length = 2
-                    case (0x2D, 0x3E):
-                        length = (i + 2 < count && utf8[i + 2] == 0x3E) ? 3 : 2
-                    default: break
-                    }
-                }
-                // A lone byte of a multi-byte character cannot start here: those bytes are >= 0x80
-                // and were taken as identifier bytes above.
-                i += length
-                tokens.append(
-                    Token(kind: .punctuation, raw: substring(start, i), line: startLine, start: start, end: i))
-            }
-        }
-        return tokens
     }
 
     /// Where the number starting at `start` ends, read as SQLite's tokenizer reads it: a

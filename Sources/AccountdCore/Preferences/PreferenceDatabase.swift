@@ -21,8 +21,11 @@ public typealias PreferenceCommitObserver = @Sendable (_ changes: Int, _ duratio
 /// preference tables. Reading never writes: a file without the table reads as empty, and
 /// the table (and WAL mode) comes with the first write.
 ///
-/// Commits run on a thread the owner provides (``Runner``: the daemon's blocking pool),
-/// one drain at a time per database; nothing here has a thread or a queue of its own.
+/// The table has one writer (``PreferenceWriter``, an explicit state kept in a `Mutex` that
+/// is never held across I/O): at most one commit runs at a time, on the thread the owner
+/// provides (``Runner``: the daemon's blocking pool), and the short wait that gathers
+/// writers into a commit is a timer on the owner's clock (``Schedule``: an event loop's),
+/// so no thread ever waits for writers. Nothing here has a thread or a queue of its own.
 /// Writers never wait on a thread: they are called back once their change is committed.
 public final class PreferenceDatabase: Sendable {
     /// One change.
@@ -41,42 +44,24 @@ public final class PreferenceDatabase: Sendable {
     public typealias Completion = @Sendable (Result<Bool, any Error>) -> Void
 
     /// Where blocking work runs: it runs `work` on a thread that may block on SQLite and
-    /// fsync, and returns at once. The daemon passes its blocking pool; a runner may also
-    /// drop `work` (a pool that is shutting down), which ``close()`` then does itself.
+    /// fsync, and returns at once. It must run every `work` it is handed, even while it
+    /// shuts down (on the caller's thread, then): a commit handed over is never dropped.
     public typealias Runner = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
 
-    /// A runner that starts a thread for each drain: for tools and tests without a pool.
-    public static let threadPerDrain: Runner = { work in Thread { work() }.start() }
+    /// Calls `work` once `delay` has passed, holding no thread meanwhile (the daemon: a
+    /// timer on an event loop). Without one, a commit never waits to gather writers.
+    public typealias Schedule = @Sendable (_ delay: Duration, _ work: @escaping @Sendable () -> Void) -> Void
 
     private struct Pending {
         var change: Change
         var done: Completion
     }
 
-    /// Where the committing work stands: at most one drain runs at a time.
-    private enum Drain {
-        /// Nothing queued, nothing running.
-        case idle
-        /// Handed to the runner, not started yet: ``close()`` may run it itself.
-        case scheduled
-        /// Committing, on the runner's thread or in ``close()``.
-        case running
-    }
-
     private struct State {
-        var queue: [Pending] = []
-        var drain = Drain.idle
-        var closed = false
+        var writer: PreferenceWriter<Pending>
         var values: [String: [String: JSONValue]] = [:]
-        /// How many writers were active at the end of the last commit (those it answered and
-        /// those already waiting), and how long it took: whom the next commit may wait
-        /// for, and for how long.
-        var activeWriters = 0
-        var lastCommit: Duration = .zero
-        /// While the committing thread gathers: how many changes it waits for.
-        var gatheringFor = 0
-        /// Transactions begun so far.
-        var transactions = 0
+        /// Told once the table is closed (``close(then:)``).
+        var closers: [@Sendable () -> Void] = []
     }
 
     /// The file this table lives in.
@@ -88,12 +73,11 @@ public final class PreferenceDatabase: Sendable {
     /// The connection that writes: opened at once with `create`, else by the first write.
     /// Used by the committing thread, and by ``close()`` once that thread is done.
     private let connection: Mutex<DatabaseQueue?>
-    private let groupCommit: Bool
     private let observer: PreferenceCommitObserver?
-    /// The state, and the condition that the committing thread waits on while it gathers,
-    /// and ``close()`` while a drain runs.
-    private let state = Monitor(State())
+    /// The writer and the values: never held across I/O.
+    private let state: Mutex<State>
     private let run: Runner
+    private let schedule: Schedule?
 
     /// Opens the preference table `table` in the SQLite file at `path` and loads its values.
     ///
@@ -106,17 +90,18 @@ public final class PreferenceDatabase: Sendable {
     ///   - groupCommit: when false, every change gets a transaction of its own (for
     ///     comparison in benchmarks).
     ///   - run: where commits run (see ``Runner``).
+    ///   - schedule: the timer that ends a gathering (see ``Schedule``).
     ///   - observer: told of each commit (the daemon's metrics).
     public init(
-        path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner = threadPerDrain,
+        path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner, schedule: Schedule? = nil,
         observer: PreferenceCommitObserver? = nil
     ) throws {
         self.path = path
         self.table = table
         upsertSQL = PreferenceBatch.upsertSQL(table)
         deleteSQL = PreferenceBatch.deleteSQL(table)
-        self.groupCommit = groupCommit
         self.run = run
+        self.schedule = schedule
         self.observer = observer
         if !FileSystem.exists(path) {
             guard create else { throw Self.missing(path) }
@@ -138,7 +123,7 @@ public final class PreferenceDatabase: Sendable {
             try database.close()
             connection = Mutex(nil)
         }
-        state.withLock { $0.values = values }
+        state = Mutex(State(writer: PreferenceWriter(groupCommit: groupCommit, canGather: schedule != nil), values: values))
     }
 
     private static func missing(_ path: String) -> AccountdError {
@@ -198,7 +183,7 @@ public final class PreferenceDatabase: Sendable {
 
     /// How many transactions were begun since the database was opened, committed or failed:
     /// with group commit, fewer than the changes when writers overlap.
-    var transactions: Int { state.withLock { $0.transactions } }
+    var transactions: Int { state.withLock { $0.writer.transactions } }
 
     /// The database was closed (its account is being migrated or restored); open it again and retry.
     public struct Closed: Error {}
@@ -220,89 +205,37 @@ public final class PreferenceDatabase: Sendable {
     /// For callers that must not wait: the connection handlers use it to answer a Set
     /// without a task of its own.
     public func apply(_ change: Change, then done: @escaping Completion) {
-        enum Next { case closed, drain, wake, none }
-        let next = state.withLock { state -> Next in
-            if state.closed { return .closed }
-            state.queue.append(Pending(change: change, done: done))
-            if state.drain == .idle {
-                state.drain = .scheduled
-                return .drain
-            }
-            guard state.gatheringFor > 0, state.queue.count >= state.gatheringFor else { return .none }
-            state.gatheringFor = 0  // one signal per gather
-            return .wake
+        guard let action = state.withLock({ $0.writer.accept(Pending(change: change, done: done)) }) else {
+            done(.failure(Closed()))
+            return
         }
-        switch next {
-        case .closed: done(.failure(Closed()))
-        case .drain: run { self.startDrain() }
-        case .wake: state.broadcast()
+        perform(action)
+    }
+
+    /// Carries out what the writer decided, outside the lock.
+    private func perform(_ action: PreferenceWriter<Pending>.Action) {
+        switch action {
         case .none: break
+        case .commit: run { self.commitQueued() }
+        case .gather(let timer, let delay):
+            guard let schedule else { preconditionFailure("the writer gathers without a timer") }
+            schedule(delay) { self.perform(self.state.withLock { $0.writer.timerFired(timer) }) }
+        case .finishClose: run { self.finishClose() }
         }
     }
 
-    /// Runs the drain handed to the runner, unless ``close()`` took it over first.
-    private func startDrain() {
-        let mine = state.withLock { state in
-            guard state.drain == .scheduled else { return false }
-            state.drain = .running
-            return true
-        }
-        if mine { drain() }
-    }
-
-    /// Commits whatever is queued, batch after batch, until the queue is empty.
-    private func drain() {
-        while true {
-            if groupCommit { gather() }
-            let batch: [Pending] = state.withLock { state in
-                guard !state.queue.isEmpty else {
-                    state.drain = .idle
-                    return []
-                }
-                state.transactions += 1
-                if groupCommit {
-                    defer { state.queue.removeAll() }
-                    return state.queue
-                }
-                return [state.queue.removeFirst()]
-            }
-            if batch.isEmpty {
-                state.broadcast()  // to a close() waiting for the drain to end
-                return
-            }
+    /// Commits batch after batch, on the runner's thread, until the writer rests, gathers or closes.
+    private func commitQueued() {
+        var next = PreferenceWriter<Pending>.Action.commit
+        while next == .commit {
+            let batch = state.withLock { $0.writer.nextBatch() }
             let started = ContinuousClock.now
-            let committed = commit(batch)
+            let committed = batch.isEmpty || commit(batch)
             let took = ContinuousClock.now - started
-            observer?(batch.count, took, !committed)
-            state.withLock { state in
-                state.activeWriters = batch.count + state.queue.count
-                state.lastCommit = took
-            }
+            if !batch.isEmpty { observer?(batch.count, took, !committed) }
+            next = state.withLock { $0.writer.committed(batch.count, took: took) }
         }
-    }
-
-    /// Waits, briefly, for the writers that the last commit answered.
-    ///
-    /// They usually send their next change within a fraction of a millisecond. Committing
-    /// at once would leave them to wait for a whole commit, and the writers would settle
-    /// into two groups that take turns, each commit holding half of them. So, while fewer
-    /// changes are queued than writers were active, this waits for them, for at most twice
-    /// the last commit's time and never more than 1 ms (on the monotonic clock); the writer
-    /// that completes the count wakes it at once. Twice, because a writer that misses this
-    /// commit waits for all of it and for the next gather: about that long. A lone writer
-    /// never waits, and nothing is acknowledged before its commit either way.
-    private func gather() {
-        let (expected, lastCommit) = state.withLock { ($0.activeWriters, $0.lastCommit) }
-        guard expected > 1 else { return }
-        let deadline = ContinuousClock.now + min(lastCommit * 2, .milliseconds(1))
-        let waiting = state.withLock { state in
-            guard state.queue.count < expected else { return false }
-            state.gatheringFor = expected
-            return true
-        }
-        guard waiting else { return }
-        state.wait(until: deadline) { $0.queue.count >= expected }
-        state.withLock { $0.gatheringFor = 0 }
+        if next == .finishClose { finishClose() } else { perform(next) }
     }
 
     /// Commits `batch` and answers its writers; false when the commit failed.
@@ -352,26 +285,59 @@ public final class PreferenceDatabase: Sendable {
         }
     }
 
-    /// Refuses new writes, waits for the accepted ones to commit, then closes the connection
-    /// (checkpointing the WAL as far as readers allow). Blocking: call it on a thread that may wait for disk.
-    ///
-    /// A drain that was handed to the runner but has not started runs here, on the caller's
-    /// thread: close never waits for a runner's thread, so callers on a busy pool cannot
-    /// wait on one another, and a runner that dropped the work loses no write.
-    public func close() {
-        let takeOver = state.withLock { state in
-            state.closed = true
-            guard state.drain == .scheduled else { return false }
-            state.drain = .running
-            return true
+    /// Refuses new writes, and once the accepted ones are committed, closes the connection
+    /// (checkpointing the WAL as far as readers allow), then returns. Holds no thread while
+    /// it waits: the last commits and the close run on the runner.
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            close { continuation.resume() }
         }
-        if takeOver { drain() }
-        state.wait { $0.drain == .idle }
-        guard let database = connection.withLock({ $0 }) else { return }
-        // PASSIVE: it never waits for readers. Another process reading the file (Litestream
-        // holds a read transaction on every database it replicates) would make a TRUNCATE
-        // checkpoint wait out the whole busy timeout, and then fail anyway.
-        try? database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
-        try? database.close()
+    }
+
+    /// Refuses new writes, and once the accepted ones are committed and the connection is
+    /// closed, calls `done` (at once when it is closed already). Never blocks: for an owner
+    /// that lets a table go without waiting for it.
+    public func close(then done: @escaping @Sendable () -> Void) {
+        close(here: false, then: done)
+    }
+
+    /// Like ``close(then:)``, but the last commit and the close run on the calling thread,
+    /// which must be one that may block on disk (a pool thread), unless a commit is running
+    /// on another thread: then they run there after it. So a table that nobody is writing
+    /// to is closed when this returns.
+    public func closeHere(then done: @escaping @Sendable () -> Void = {}) {
+        close(here: true, then: done)
+    }
+
+    private func close(here: Bool, then done: @escaping @Sendable () -> Void) {
+        let action = state.withLock { state -> PreferenceWriter<Pending>.Action? in
+            guard state.writer.phase != .closed else { return nil }
+            state.closers.append(done)
+            return state.writer.close()
+        }
+        switch action {
+        case nil: done()
+        case .commit? where here: commitQueued()
+        case .finishClose? where here: finishClose()
+        case let action?: perform(action)
+        }
+    }
+
+    /// Closes the connection once the last batch is committed, and tells those waiting for
+    /// the close; on the runner's thread.
+    private func finishClose() {
+        if let database = connection.withLock({ $0 }) {
+            // PASSIVE: it never waits for readers. Another process reading the file (Litestream
+            // holds a read transaction on every database it replicates) would make a TRUNCATE
+            // checkpoint wait out the whole busy timeout, and then fail anyway.
+            try? database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
+            try? database.close()
+        }
+        let closers = state.withLock { state in
+            state.writer.closed()
+            defer { state.closers.removeAll() }
+            return state.closers
+        }
+        for closer in closers { closer() }
     }
 }

@@ -21,7 +21,7 @@ public struct DevicePull: Sendable {
         command = ReplicaCommand(root: root, litestream: litestream)
     }
 
-    /// What ``pullIfMissing()`` did.
+    /// What ``pullIfMissing(on:)`` did.
     public enum Outcome: Sendable, Equatable {
         /// `device.sqlite` is there already: nothing to do.
         case present
@@ -31,21 +31,38 @@ public struct DevicePull: Sendable {
         case pulled(txid: String?)
     }
 
-    /// Pulls `device.sqlite` if the data root has none and the replica has one. Blocking.
+    /// Pulls `device.sqlite` if the data root has none and the replica has one: Litestream is
+    /// awaited (no thread waits for it), the file work runs on `blocking`.
     ///
     /// - Throws: ``AccountdError`` (`storage`) when the replica cannot be asked, or the copy
     ///   cannot be restored or is not sound; `device.sqlite` is then still missing, and nothing
     ///   else was changed.
-    public func pullIfMissing() throws -> Outcome {
-        guard root.folder.entry("device.sqlite") == .missing else { return .present }
+    public func pullIfMissing(on blocking: some BlockingRunner) async throws -> Outcome {
+        let root = self.root
+        guard try await blocking.run({ root.folder.entry("device.sqlite") == .missing }) else { return .present }
         let source = replica.device
-        let shown = replica.redact(source)
-        guard !(try command.files(source: source, redact: replica.redact)).isEmpty else { return .notInReplica }
+        guard !(try await command.files(source: source, redact: replica.redact, on: blocking)).isEmpty else { return .notInReplica }
         let temp = root.path + "/.device.sqlite.pulling"
-        func clear() { for suffix in ["", "-wal", "-shm", "-journal"] { try? FileSystem.removeIfPresent(temp + suffix) } }
-        clear()
-        defer { clear() }
-        let run = try command.run("restore", ["-json", "-o", temp], source: source)
+        try await blocking.run { Self.clear(temp) }
+        do {
+            let run = try await command.run("restore", ["-json", "-o", temp], source: source, on: blocking)
+            let outcome = try await blocking.run { [self] in try install(run, from: temp) }
+            try await blocking.run { Self.clear(temp) }
+            return outcome
+        } catch {
+            _ = try? await blocking.run { Self.clear(temp) }
+            throw error
+        }
+    }
+
+    /// Removes the staging file and its companions. Blocking.
+    private static func clear(_ temp: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileSystem.removeIfPresent(temp + suffix) }
+    }
+
+    /// Checks the copy `litestream restore` (`run`) left at `temp` and links it into place. Blocking.
+    private func install(_ run: LitestreamProgram.Run, from temp: String) throws -> Outcome {
+        let shown = replica.redact(replica.device)
         guard run.status == 0 else {
             throw AccountdError(
                 .storage,

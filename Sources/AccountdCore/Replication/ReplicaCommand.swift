@@ -22,12 +22,29 @@ public struct ReplicaCommand: Sendable {
     static let configPrefix = "litestream-replica-"
 
     /// Runs `litestream <arguments> -config FILE -no-expand-env ... DB` for the replica
-    /// database at `source` (a full replica URL: `<base>/<account>.sqlite`). Blocking.
+    /// database at `source` (a full replica URL: `<base>/<account>.sqlite`): the configuration
+    /// is written and removed on `blocking`, and Litestream is awaited (no thread waits for it).
     ///
     /// - Parameters:
     ///   - command: the subcommand, `restore` or `ltx`.
     ///   - options: its options, which go before the database.
-    public func run(_ command: String, _ options: [String], source: String) throws -> LitestreamProgram.Run {
+    ///   - blocking: where the configuration file is written and removed.
+    public func run(_ command: String, _ options: [String], source: String, on blocking: some BlockingRunner) async throws -> LitestreamProgram.Run {
+        let name = try await blocking.run { [self] in try writeConfiguration(source) }
+        let run: LitestreamProgram.Run
+        do {
+            run = try await litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"])
+        } catch {
+            _ = try? await blocking.run { unlink(name + ".yml") }
+            throw error
+        }
+        _ = try? await blocking.run { unlink(name + ".yml") }
+        return run
+    }
+
+    /// Writes the private configuration naming `source`, after removing those an earlier
+    /// command left an hour ago or more; returns its path without `.yml`. Blocking.
+    private func writeConfiguration(_ source: String) throws -> String {
         let folder = root.temporaryDirectory
         try FileSystem.ensureDirectory(folder)
         let now = Date()
@@ -42,8 +59,7 @@ public struct ReplicaCommand: Sendable {
         JSONValue.writeString(source, to: &text)
         text += "\n"
         try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
-        defer { unlink(name + ".yml") }
-        return try litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"])
+        return name
     }
 
     /// What the replica database at `source` holds: Litestream's files at every level
@@ -51,8 +67,8 @@ public struct ReplicaCommand: Sendable {
     ///
     /// - Throws: `storage` when Litestream cannot read the replica (its words, with any
     ///   password masked by `redact`).
-    public func files(source: String, redact: (String) -> String) throws -> [File] {
-        let run = try run("ltx", ["-level", "all", "-json"], source: source)
+    public func files(source: String, redact: (String) -> String, on blocking: some BlockingRunner) async throws -> [File] {
+        let run = try await run("ltx", ["-level", "all", "-json"], source: source, on: blocking)
         guard run.status == 0 else {
             throw AccountdError(
                 .storage,

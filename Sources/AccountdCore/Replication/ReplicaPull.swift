@@ -34,15 +34,28 @@ public struct ReplicaPull: Sendable {
         self.litestream = litestream
     }
 
-    /// Pulls `account`. Blocking: it runs `litestream restore` and scans the copy.
+    /// A pull between its steps: where Litestream restores to, and the private
+    /// configuration that names the replica.
+    public struct Staged: Sendable {
+        public var account: AccountName
+        /// The replica's URL for the account (with any password: never shown).
+        var source: String
+        /// The staging file Litestream writes.
+        var temp: String
+        /// The configuration file's path without its `.yml`.
+        var config: String
+    }
+
+    /// A pull's first step, blocking (files only): refuses an account that has a file here,
+    /// clears what an earlier pull left, and writes the configuration for ``restore(_:)``.
     ///
-    /// - Parameter accept: decides whether the pulled file's version may be used here; it
-    ///   throws (e.g. `accountTooNew`) to refuse it. The daemon refuses a version its bundle
-    ///   cannot read; `accountd pull` takes any version.
-    /// - Throws: ``AccountdError``: `accountExists` when the account has a file here,
-    ///   `accountNotFound` when the replica holds nothing for it, `accountCorrupt` when the
-    ///   copy is not a sound file of this account, `storage` when Litestream or the disk fails.
-    public func pull(_ account: AccountName, accept: (_ version: Int, _ lastCompatible: Int) throws -> Void = { _, _ in }) throws -> Outcome {
+    /// A pull is three steps, in this order: ``stage(_:)`` and ``finish(_:after:accept:)``
+    /// touch only files (run them where blocking is allowed), ``restore(_:)`` waits for
+    /// Litestream without a thread. After ``stage(_:)``, either ``finish(_:after:accept:)``
+    /// or ``discard(_:)`` runs: each removes what the pull staged.
+    ///
+    /// - Throws: ``AccountdError``: `accountExists` when the account has a file here, `storage`.
+    public func stage(_ account: AccountName) throws -> Staged {
         let path = root.accountPath(account)
         guard FileSystem.entry(at: path) == .missing else {
             throw AccountdError(
@@ -51,13 +64,41 @@ public struct ReplicaPull: Sendable {
                     + "Remove the account first ('accountctl remove \(account)') if the replica's copy should win",
                 account: account.rawValue, file: path)
         }
-        let source = replica.account(account)
-        let temp = root.stagingPath(account, .pulling)
         // Whatever an earlier pull left there (a file, a folder, a link) goes first, and what
-        // this one leaves goes after it, without following a link.
+        // this one leaves goes in finish or discard, without following a link.
         try root.clearStaging(account, .pulling)
-        defer { try? root.clearStaging(account, .pulling) }
-        let run = try restore(source, into: temp)
+        let config = try writeConfiguration(replica.account(account))
+        return Staged(account: account, source: replica.account(account), temp: root.stagingPath(account, .pulling), config: config)
+    }
+
+    /// A pull's second step: `litestream restore` of the replica into the staging file.
+    /// Nothing waits on a thread for Litestream.
+    ///
+    /// - Throws: `storage` when Litestream cannot be run.
+    public func restore(_ staged: Staged) async throws -> LitestreamProgram.Run {
+        try await litestream.run(["restore", "-config", staged.config + ".yml", "-no-expand-env", "-json", "-o", staged.temp, staged.config + ".sqlite"])
+    }
+
+    /// Removes what ``stage(_:)`` left, when ``restore(_:)`` failed. Blocking (files only).
+    public func discard(_ staged: Staged) {
+        unlink(staged.config + ".yml")
+        try? root.clearStaging(staged.account, .pulling)
+    }
+
+    /// A pull's last step, blocking: checks the copy ``restore(_:)`` made and links it into place.
+    ///
+    /// - Parameter accept: decides whether the pulled file's version may be used here; it
+    ///   throws (e.g. `accountTooNew`) to refuse it. The daemon refuses a version its bundle
+    ///   cannot read; `accountd pull` takes any version.
+    /// - Throws: ``AccountdError``: `accountExists` when the account got a file here meanwhile,
+    ///   `accountNotFound` when the replica holds nothing for it, `accountCorrupt` when the
+    ///   copy is not a sound file of this account, `storage` when Litestream or the disk fails.
+    public func finish(
+        _ staged: Staged, after run: LitestreamProgram.Run, accept: (_ version: Int, _ lastCompatible: Int) throws -> Void = { _, _ in }
+    ) throws -> Outcome {
+        defer { discard(staged) }
+        let (account, source, temp) = (staged.account, staged.source, staged.temp)
+        let path = root.accountPath(account)
         // What leaves this function names the replica without its password.
         let shown = replica.redact(source)
         guard run.status == 0 else {
@@ -124,15 +165,15 @@ public struct ReplicaPull: Sendable {
         guard fchmod(fd, 0o600) == 0 else { throw AccountdError.storage("making the pulled copy private:", path: temp, errno: errno) }
     }
 
-    /// The prefix of the configuration files ``restore(_:into:)`` writes under `tmp/`.
+    /// The prefix of the configuration files ``writeConfiguration(_:)`` writes under `tmp/`.
     static let restoreConfigPrefix = "litestream-restore-"
 
-    /// `litestream restore` of `source` into `temp`, with the replica's URL in a private
+    /// Writes the configuration of a `litestream restore` of `source`, with the replica's URL in a private
     /// configuration file (0600, in the data root's 0700 `tmp/`) rather than on Litestream's
     /// command line, which every local user can read (`ps`, `/proc/PID/cmdline`): the URL
-    /// may carry a password. The file goes when the restore ends; one left by a crash is
+    /// may carry a password; returns its path without `.yml`. The file goes when the pull ends; one left by a crash is
     /// removed by a pull an hour later or more.
-    private func restore(_ source: String, into temp: String) throws -> LitestreamProgram.Run {
+    private func writeConfiguration(_ source: String) throws -> String {
         let folder = root.temporaryDirectory
         try FileSystem.ensureDirectory(folder)
         let now = Date()
@@ -149,7 +190,6 @@ public struct ReplicaPull: Sendable {
         JSONValue.writeString(source, to: &text)
         text += "\n"
         try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
-        defer { unlink(name + ".yml") }
-        return try litestream.run(["restore", "-config", name + ".yml", "-no-expand-env", "-json", "-o", temp, name + ".sqlite"])
+        return name
     }
 }

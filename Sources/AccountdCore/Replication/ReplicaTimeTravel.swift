@@ -35,7 +35,8 @@ public struct ReplicaTimeTravel: Sendable {
         command = ReplicaCommand(root: root, litestream: litestream)
     }
 
-    /// Fetches `account` as the replica had it at `at` into its staging file. Blocking.
+    /// Fetches `account` as the replica had it at `at` into its staging file: Litestream is
+    /// awaited (no thread waits for it), the file work runs on `blocking`.
     ///
     /// - Parameter accept: decides whether the copy's version may be used here; throws to refuse it.
     /// - Throws: ``AccountdError``: `snapshotNotFound` when `at` is before the replica's
@@ -43,48 +44,55 @@ public struct ReplicaTimeTravel: Sendable {
     ///   when the replica holds nothing for the account, `accountCorrupt` when the copy is not a
     ///   sound file of this account, `storage` when Litestream or the disk fails. The staging
     ///   file is gone then.
-    public func fetch(_ account: AccountName, at: Date, accept: (_ version: Int, _ lastCompatible: Int) throws -> Void) throws -> Fetched {
+    public func fetch(
+        _ account: AccountName, at: Date, on blocking: some BlockingRunner,
+        accept: @escaping @Sendable (_ version: Int, _ lastCompatible: Int) throws -> Void
+    ) async throws -> Fetched {
         let source = replica.account(account)
         let shown = replica.redact(source)
         let temp = root.stagingPath(account, .rewinding)
-        try root.clearStaging(account, .rewinding)
+        let root = self.root
+        try await blocking.run { try root.clearStaging(account, .rewinding) }
         do {
             let timestamp = LitestreamTime.format(at)
-            let plan = try command.run("restore", ["-dry-run", "-json", "-timestamp", timestamp, "-o", temp], source: source)
+            let plan = try await command.run("restore", ["-dry-run", "-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
             guard plan.status == 0, let parsed = try? JSONParser.parse(plan.output) else {
-                throw try refusal(account, at: at, source: source, said: plan.errors)
+                throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking)
             }
             let files = (parsed["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
-            guard let stateTime = files.max() else { throw try refusal(account, at: at, source: source, said: plan.errors) }
-            try root.clearStaging(account, .rewinding)
-            let run = try command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source)
+            guard let stateTime = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
+            try await blocking.run { try root.clearStaging(account, .rewinding) }
+            let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
             guard run.status == 0 else {
                 throw AccountdError(
                     .storage,
                     "litestream restore of account \(account) at \(timestamp) from \(shown) failed (exit status \(run.status)): \(replica.redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines))); nothing was changed",
                     account: account.rawValue, file: shown)
             }
-            try Self.makePrivate(account, temp)
-            let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
-            try accept(facts.version, facts.lastCompatibleVersion)
+            let facts = try await blocking.run {
+                try Self.makePrivate(account, temp)
+                let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+                try accept(facts.version, facts.lastCompatibleVersion)
+                return facts
+            }
             let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
             return Fetched(path: temp, at: stateTime, txid: txid, version: facts.version)
         } catch {
-            try? root.clearStaging(account, .rewinding)
+            _ = try? await blocking.run { try? root.clearStaging(account, .rewinding) }
             throw error
         }
     }
 
-    /// Removes the staging file a ``fetch(_:at:accept:)`` left.
+    /// Removes the staging file a ``fetch(_:at:on:accept:)`` left. Blocking.
     public func discard(_ account: AccountName) {
         try? root.clearStaging(account, .rewinding)
     }
 
     /// Why Litestream could not restore `account` at `at`: before the replica's history (with
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
-    private func refusal(_ account: AccountName, at: Date, source: String, said: String) throws -> AccountdError {
+    private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        let files = try command.files(source: source, redact: replica.redact)
+        let files = try await command.files(source: source, redact: replica.redact, on: blocking)
         guard !files.isEmpty else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",

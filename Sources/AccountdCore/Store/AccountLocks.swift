@@ -9,11 +9,13 @@ import Synchronization
 /// passes, rather than queueing forever.
 ///
 /// A task waits without holding a thread (``acquire(_:timeout:)``): it is a continuation in
-/// the queue, resumed by the release that hands it the account, by a timer at its deadline,
-/// or by its cancellation, which takes it out of the queue. So the daemon can have many
+/// the queue, resumed by the release that hands it the account, by a timer at its deadline
+/// (a child task of the wait, so it ends with it), or by its cancellation, which takes it
+/// out of the queue. So the daemon can have many
 /// requests wait for a busy account and still keep its blocking pool for work that is
 /// ready. A synchronous caller waits in the same queue on a condition of its own, with
-/// the same deadline (``acquireBlocking(_:timeout:)``).
+/// the same deadline (``acquireBlocking(_:timeout:)``): only the command-line tools do;
+/// the daemon always waits in a task.
 final class AccountLocks: Sendable {
     /// How a queued waiter is told that the account is now its own.
     private enum Wake {
@@ -76,12 +78,22 @@ final class AccountLocks: Sendable {
         if state.withLock({ $0.take(account) }) { return AccountHold(account, locks: self) }
         let deadline = ContinuousClock.now + timeout
         let id = state.withLock { $0.nextID() }
-        // The deadline fires even if nobody ever releases; the timer goes once the wait ends.
-        let timer = Task {
-            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
-            self.abandon(account, id, because: Self.busy(account))
+        try await withThrowingDiscardingTaskGroup { group in
+            // The deadline, a child of this wait: it fires even if nobody ever releases, and
+            // goes with the wait, however that ends.
+            group.addTask {
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                self.abandon(account, id, because: Self.busy(account))
+            }
+            defer { group.cancelAll() }
+            try await queue(for: account, id: id, deadline: deadline)
         }
-        defer { timer.cancel() }
+        return AccountHold(account, locks: self)
+    }
+
+    /// Waits in the queue of `account` as waiter `id` until a release hands it the account,
+    /// the deadline's child takes it out, or the task is cancelled.
+    private func queue(for account: AccountName, id: UInt64, deadline: ContinuousClock.Instant) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let refusal: (any Error)? = state.withLock { state in
@@ -101,7 +113,6 @@ final class AccountLocks: Sendable {
         } onCancel: {
             self.abandon(account, id, because: CancellationError())
         }
-        return AccountHold(account, locks: self)
     }
 
     /// Waits on this thread for `account`, for at most `timeout`. Never call it from a task

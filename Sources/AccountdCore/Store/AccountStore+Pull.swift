@@ -1,18 +1,56 @@
 import AccountdProtocol
 
 extension AccountStore {
-    /// Pulls `account` from a Litestream replica (``ReplicaPull``) under the account's lock,
-    /// refusing a copy at a version this bundle cannot read (`accountTooNew`), touching nothing.
-    /// An account handed off from this host may be pulled back; the pull ends the handoff.
+    /// Pulls `account` from a Litestream replica (``ReplicaPull``) under `hold`, in its three
+    /// steps: ``stagePull(_:with:holding:)`` on `blocking`, ``ReplicaPull/restore(_:)``
+    /// awaited (no thread waits for Litestream), ``finishPull(_:after:with:holding:)`` on
+    /// `blocking`; what was staged goes whatever fails. An account handed off from this host
+    /// may be pulled back; the pull ends the handoff.
     ///
-    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
-    /// - Throws: what ``ReplicaPull/pull(_:accept:)`` throws, `accountTooNew`, `accountBusy`.
-    public func pull(_ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold? = nil) throws -> ReplicaPull.Outcome {
+    /// - Parameter hold: the account's hold, taken before and kept until this returns.
+    /// - Throws: what ``ReplicaPull/stage(_:)``, ``ReplicaPull/restore(_:)`` and
+    ///   ``ReplicaPull/finish(_:after:accept:)`` throw, `accountTooNew`.
+    public func pull(
+        _ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold, on blocking: some BlockingRunner
+    ) async throws -> ReplicaPull.Outcome {
+        let staged = try await blocking.run { try self.stagePull(account, with: puller, holding: hold) }
+        do {
+            let run = try await puller.restore(staged)
+            return try await blocking.run { try self.finishPull(staged, after: run, with: puller, holding: hold) }
+        } catch {
+            _ = try? await blocking.run { puller.discard(staged) }
+            throw error
+        }
+    }
+
+    /// A pull's first step (``ReplicaPull/stage(_:)``) under the account's lock: blocking,
+    /// files only. Then ``ReplicaPull/restore(_:)``, then ``finishPull(_:after:with:holding:)``
+    /// or ``ReplicaPull/discard(_:)``, all under the same hold.
+    ///
+    /// An account handed off from this host may be pulled back: both steps run on a handed-off
+    /// account, and ``ReplicaPull/finish(_:after:accept:)`` ends the handoff.
+    ///
+    /// - Parameter hold: the account's hold, taken before.
+    /// - Throws: what ``ReplicaPull/stage(_:)`` throws.
+    public func stagePull(_ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold) throws -> ReplicaPull.Staged {
         try underLock(account, holding: hold, allowingMoved: true) {
             known.withLock { $0[account] = nil }
-            return try puller.pull(account) { version, lastCompatible in
+            return try puller.stage(account)
+        }
+    }
+
+    /// A pull's last step (``ReplicaPull/finish(_:after:accept:)``) under the account's lock,
+    /// refusing a copy at a version this bundle cannot read (`accountTooNew`), touching nothing.
+    ///
+    /// - Throws: what ``ReplicaPull/finish(_:after:accept:)`` throws, `accountTooNew`.
+    public func finishPull(
+        _ staged: ReplicaPull.Staged, after run: LitestreamProgram.Run, with puller: ReplicaPull, holding hold: AccountHold
+    ) throws -> ReplicaPull.Outcome {
+        try underLock(staged.account, holding: hold, allowingMoved: true) {
+            known.withLock { $0[staged.account] = nil }
+            return try puller.finish(staged, after: run) { version, lastCompatible in
                 let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
-                guard isUsable(facts) else { throw tooNew(account, facts) }
+                guard isUsable(facts) else { throw tooNew(staged.account, facts) }
             }
         }
     }

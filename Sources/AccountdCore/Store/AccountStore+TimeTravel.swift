@@ -4,32 +4,39 @@ import Foundation
 extension AccountStore {
     /// Restores `account` as its Litestream replica had it at `at` (`Restore {account, at}`):
     /// the replica's state is fetched into a staging file and checked
-    /// (``ReplicaTimeTravel/fetch(_:at:accept:)``), then written into the account through the
+    /// (``ReplicaTimeTravel/fetch(_:at:on:accept:)``), then written into the account through the
     /// same path as a snapshot restore, a `before-restore` snapshot of the current file first.
     /// A time before the replica's history changes nothing.
     ///
+    /// The account stays locked by `hold` throughout: Litestream is awaited under it (no
+    /// thread waits for Litestream), and every file step runs on `blocking` under it.
     /// Callers must have closed their connections to the account.
     ///
     /// - Parameter reclaim: restore an account handed off from this host all the same, ending
-    ///   the handoff (without it: `accountMoved`).
-    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
+    ///   the handoff (without it: `accountMoved`, before Litestream runs).
+    /// - Parameter hold: the account's hold, taken before and kept until this returns.
     /// - Returns: what was fetched (with the time the restored state has), and the snapshot
     ///   taken of the file it replaced (nil when there was none).
     /// - Throws: ``AccountdError``: `snapshotNotFound` (before the replica's history),
     ///   `accountNotFound` (nothing in the replica), `accountTooNew`, `accountCorrupt`,
-    ///   `accountBusy`, `storage`; the account is then unchanged.
+    ///   `accountMoved`, `storage`; the account is then unchanged.
     public func restore(
-        _ account: AccountName, at: Date, from traveller: ReplicaTimeTravel, reclaim: Bool = false, holding hold: AccountHold? = nil
-    ) throws -> (fetched: ReplicaTimeTravel.Fetched, saved: SnapshotInfo?) {
-        try underLock(account, holding: hold, allowingMoved: reclaim) {
-            let fetched = try traveller.fetch(account, at: at) { version, lastCompatible in
-                let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
-                guard isUsable(facts) else { throw tooNew(account, facts) }
-            }
+        _ account: AccountName, at: Date, from traveller: ReplicaTimeTravel, reclaim: Bool = false, holding hold: AccountHold,
+        on blocking: some BlockingRunner
+    ) async throws -> (fetched: ReplicaTimeTravel.Fetched, saved: SnapshotInfo?) {
+        // A linked folder or a handoff is refused before Litestream runs, as under the lock.
+        try await blocking.run { try self.underLock(account, holding: hold, allowingMoved: reclaim) {} }
+        let fetched = try await traveller.fetch(account, at: at, on: blocking) { [self] version, lastCompatible in
+            let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
+            guard isUsable(facts) else { throw tooNew(account, facts) }
+        }
+        return try await blocking.run {
             defer { traveller.discard(account) }
-            let saved = try replaceContent(of: account, with: fetched.path, protecting: [])
-            if reclaim { try root.eraseHandoff(account) }
-            return (fetched, saved)
+            return try self.underLock(account, holding: hold, allowingMoved: reclaim) {
+                let saved = try self.replaceContent(of: account, with: fetched.path, protecting: [])
+                if reclaim { try self.root.eraseHandoff(account) }
+                return (fetched, saved)
+            }
         }
     }
 }

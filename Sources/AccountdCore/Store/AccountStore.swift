@@ -122,68 +122,74 @@ public final class AccountStore: Sendable {
         try underLock(account, holding: hold, body)
     }
 
+    /// ``open(_:create:holding:progress:)`` under the account's lock, in its steps: a missing
+    /// file is created (or refused), the file's facts are recalled or inspected (migrating it
+    /// when it is below the bundle), then the outcome is decided by its version.
     private func openLocked(_ account: AccountName, create: Bool, progress: ProgressHandler?) throws -> OpenOutcome {
         let started = ContinuousClock.now
         let path = root.accountPath(account)
-        let target = bundle.targetVersion
-        func outcome(
-            _ action: OpenOutcome.Action, from: Int? = nil, version: Int, compatible: Bool = false,
-            method: SchemaBundle.CreationMethod? = nil, snapshot: SnapshotInfo? = nil, edited: [EditedMigration] = [],
-            migrationMs: Double? = nil, snapshotMs: Double? = nil
-        ) -> OpenOutcome {
-            OpenOutcome(
-                account: account, action: action, fromVersion: from, version: version, compatible: compatible,
-                creationMethod: method, snapshot: snapshot, editedMigrations: edited,
-                durationMs: (ContinuousClock.now - started).milliseconds, migrationMs: migrationMs, snapshotMs: snapshotMs)
-        }
-
         if FileSystem.entry(at: path) == .missing {
-            guard create else {
-                throw AccountdError(
-                    .accountNotFound, "account \(account) does not exist and creation was not allowed", account: account.rawValue,
-                    file: path)
-            }
-            let method = try AccountBuilder(bundle: bundle, account: account, root: root).build()
-            try runOnOpen(account, path: path, after: .created(version: target))
-            return outcome(.created, version: target, method: method)
+            return try createMissing(account, path: path, allowed: create, started: started)
         }
+        let (facts, migrated) = try recallOrInspect(account, path: path, progress: progress)
+        // The daemon trusts its own writes: after this operation the file counts as checked.
+        defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
+        known.withLock { $0[account] = nil }
+        return try decide(account, path: path, facts: facts, migrated: migrated, started: started)
+    }
 
+    /// Creates a missing account from the bundle, or refuses when creation is not allowed.
+    private func createMissing(_ account: AccountName, path: String, allowed: Bool, started: ContinuousClock.Instant) throws -> OpenOutcome {
+        guard allowed else {
+            throw AccountdError(
+                .accountNotFound, "account \(account) does not exist and creation was not allowed", account: account.rawValue,
+                file: path)
+        }
+        let target = bundle.targetVersion
+        let method = try AccountBuilder(bundle: bundle, account: account, root: root).build()
+        try runOnOpen(account, path: path, after: .created(version: target))
+        return outcome(account, started: started, .created, version: target, method: method)
+    }
+
+    /// The file's facts: remembered from the last open while its file and `-wal` are
+    /// unchanged and it is not below the bundle, else read by inspecting it, which migrates
+    /// a file below the bundle (after a snapshot) in the same step.
+    private func recallOrInspect(_ account: AccountName, path: String, progress: ProgressHandler?) throws -> (AccountFacts, Migrated?) {
+        let target = bundle.targetVersion
         let stamp = FileStamp(path: path)
         let walStamp = FileStamp(path: path + "-wal")
-        let facts: AccountFacts
-        var migrated: Migrated?
         // Facts remembered by a shallow read (``readFacts(_:busy:)``) are taken only for a file
         // that passed the deep check at this stamp.
         if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp,
             cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp
         {
-            facts = cached.facts
-        } else {
-            let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
-            let inspected = try AccountInspector.inspect(
-                path: path, account: account, deep: deep, usable: isUsable, writableBelow: target, busy: options.lockTimeout
-            ) { db, facts, file in
-                // The snapshot is copied on the connection that inspected the file, in the same read transaction.
-                facts.version < target ? try snapshotBeforeMigrating(account, reading: db, file: file) : nil
-            } afterwards: { writer, facts, snapshot in
-                try migrate(account, path: path, on: writer, from: facts.version, after: snapshot, progress: progress)
-            }
-            (facts, migrated) = (inspected.facts, inspected.result)
+            return (cached.facts, nil)
         }
-        // The daemon trusts its own writes: after this operation the file counts as checked.
-        defer { if let now = FileStamp(path: path) { checked.withLock { $0[account] = now } } }
-        func remember() {
-            guard let main = FileStamp(path: path) else { return }
-            let wal = FileStamp(path: path + "-wal")
-            known.withLock { $0[account] = (main, wal, facts) }
+        let deep = options.checkIntegrityOnOpen && (stamp == nil || checked.withLock { $0[account] } != stamp)
+        let inspected = try AccountInspector.inspect(
+            path: path, account: account, deep: deep, usable: isUsable, writableBelow: target, busy: options.lockTimeout
+        ) { db, facts, file in
+            // The snapshot is copied on the connection that inspected the file, in the same read transaction.
+            facts.version < target ? try snapshotBeforeMigrating(account, reading: db, file: file) : nil
+        } afterwards: { writer, facts, snapshot in
+            try migrate(account, path: path, on: writer, from: facts.version, after: snapshot, progress: progress)
         }
-        known.withLock { $0[account] = nil }
+        return (inspected.facts, inspected.result)
+    }
+
+    /// What the open did, by the file's version: opened at the bundle's, migrated from below
+    /// it, or opened newer and readable; the facts are remembered for the next open unless
+    /// it migrated.
+    private func decide(
+        _ account: AccountName, path: String, facts: AccountFacts, migrated: Migrated?, started: ContinuousClock.Instant
+    ) throws -> OpenOutcome {
+        let target = bundle.targetVersion
         let edited = editedMigrations(facts)
         switch facts.version {
         case target:
             try runOnOpen(account, path: path, after: .opened)
-            remember()
-            return outcome(.opened, version: target, edited: edited)
+            remember(account, path: path, facts: facts)
+            return outcome(account, started: started, .opened, version: target, edited: edited)
         case ..<target:
             guard let migrated else {
                 // Not reached: a file below the target is never taken from the cache, and one that passed inspection was migrated.
@@ -193,13 +199,32 @@ public final class AccountStore: Sendable {
             }
             try runOnOpen(account, path: path, after: .migrated(from: facts.version, to: target))
             return outcome(
-                .migrated, from: facts.version, version: target, snapshot: migrated.snapshot, edited: edited,
+                account, started: started, .migrated, from: facts.version, version: target, snapshot: migrated.snapshot, edited: edited,
                 migrationMs: migrated.migrationMs, snapshotMs: migrated.snapshotMs)
         default:
             guard isUsable(facts) else { throw tooNew(account, facts) }
-            remember()
-            return outcome(.opened, version: facts.version, compatible: true, edited: edited)
+            remember(account, path: path, facts: facts)
+            return outcome(account, started: started, .opened, version: facts.version, compatible: true, edited: edited)
         }
+    }
+
+    /// Remembers `facts` with the stamps of the file and its `-wal` as they are now.
+    private func remember(_ account: AccountName, path: String, facts: AccountFacts) {
+        guard let main = FileStamp(path: path) else { return }
+        let wal = FileStamp(path: path + "-wal")
+        known.withLock { $0[account] = (main, wal, facts) }
+    }
+
+    /// An open's outcome, timed from `started`.
+    private func outcome(
+        _ account: AccountName, started: ContinuousClock.Instant, _ action: OpenOutcome.Action, from: Int? = nil, version: Int,
+        compatible: Bool = false, method: SchemaBundle.CreationMethod? = nil, snapshot: SnapshotInfo? = nil,
+        edited: [EditedMigration] = [], migrationMs: Double? = nil, snapshotMs: Double? = nil
+    ) -> OpenOutcome {
+        OpenOutcome(
+            account: account, action: action, fromVersion: from, version: version, compatible: compatible,
+            creationMethod: method, snapshot: snapshot, editedMigrations: edited,
+            durationMs: (ContinuousClock.now - started).milliseconds, migrationMs: migrationMs, snapshotMs: snapshotMs)
     }
 
     /// A migration's snapshot and timings.

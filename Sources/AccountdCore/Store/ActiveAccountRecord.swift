@@ -37,6 +37,12 @@ import Darwin
 /// what is at the path now (`st_dev`, `st_ino`, not following a link): when `state.json` was
 /// removed or replaced (by an editor's save-by-rename, say), the record is written afresh at
 /// the path, durably, rather than into a file nobody will read.
+///
+/// Writes (``save(_:)-([UInt32:AccountName])``, ``forget(_:)``) never overlap: the caller
+/// makes them one at a time (the daemon's switch commits pass one gate). The open file is
+/// taken out of its `Mutex` for a write and put back after it, so the lock is never held
+/// across I/O; a write that found it taken out (callers that broke that rule) rewrites the
+/// file whole, atomically, and loses nothing.
 public final class ActiveAccountRecord: Sendable {
     /// The size of a slot for a few uids: one disk sector. A record of more uids takes a
     /// multiple of it.
@@ -96,30 +102,38 @@ public final class ActiveAccountRecord: Sendable {
     ///
     /// - Throws: ``AccountdError`` (`storage`) when the file cannot be written or synced.
     public func save(_ accounts: [UInt32: AccountName]) throws {
-        try file.withLock { file in
-            guard var open = file, Self.isAtPath(open.descriptor, path),
-                Self.slot(accounts, generation: open.generation + 1).count <= open.slotSize
-            else {
-                // None open yet, the open file is no longer state.json (removed or replaced),
-                // or the record outgrew its slots.
-                if let open = file { close(open.descriptor) }
-                file = nil
-                file = try create(accounts)
-                return
-            }
-            open.generation += 1
-            let slot = Self.slot(accounts, generation: open.generation, size: open.slotSize)
-            let offset = off_t(open.generation % 2) * off_t(open.slotSize)
-            let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, offset) }
-            guard written == slot.count, fdatasync(open.descriptor) == 0 else {
-                let failure = errno
-                // The file's state is unknown now: the next save starts it over, atomically.
-                close(open.descriptor)
-                file = nil
-                throw AccountdError.storage("writing the active account to", path: path, errno: failure)
-            }
-            file = open
+        // Taken out for this write: nobody else writes through it meanwhile.
+        let held = file.withLock { $0.take() }
+        guard var open = held, Self.isAtPath(open.descriptor, path),
+            Self.slot(accounts, generation: open.generation + 1).count <= open.slotSize
+        else {
+            // None open yet, the open file is no longer state.json (removed or replaced),
+            // or the record outgrew its slots.
+            if let held { close(held.descriptor) }
+            putBack(try create(accounts))
+            return
         }
+        open.generation += 1
+        let slot = Self.slot(accounts, generation: open.generation, size: open.slotSize)
+        let offset = off_t(open.generation % 2) * off_t(open.slotSize)
+        let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, offset) }
+        guard written == slot.count, fdatasync(open.descriptor) == 0 else {
+            let failure = errno
+            // The file's state is unknown now: the next save starts it over, atomically.
+            close(open.descriptor)
+            throw AccountdError.storage("writing the active account to", path: path, errno: failure)
+        }
+        putBack(open)
+    }
+
+    /// Puts `open` back as the file to write through, closing the one a write that broke the
+    /// one-at-a-time rule left there meanwhile.
+    private func putBack(_ open: OpenFile?) {
+        let replaced = file.withLock { file -> OpenFile? in
+            defer { file = open }
+            return file
+        }
+        if let replaced { close(replaced.descriptor) }
     }
 
     /// Erases every mention of `account` from the file, after a purge: the slot holding the
@@ -130,27 +144,26 @@ public final class ActiveAccountRecord: Sendable {
     ///
     /// - Throws: ``AccountdError`` (`storage`) when the file cannot be written or synced.
     public func forget(_ account: AccountName) throws {
-        try file.withLock { file in
-            guard let data = (try? Self.contents(path)) ?? nil, Self.mentions(account, in: data) else { return }
-            let current = ((try? Self.read(path, owner: owner)) ?? nil)?.accounts ?? [:]
-            if let open = file, data.count == 2 * open.slotSize, Self.isAtPath(open.descriptor, path),
-                Self.slot(current, generation: open.generation).count <= open.slotSize
-            {
-                let slot = Self.slot(current, generation: open.generation, size: open.slotSize)
-                let older = off_t((open.generation + 1) % 2) * off_t(open.slotSize)
-                let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, older) }
-                guard written == slot.count, fdatasync(open.descriptor) == 0 else {
-                    let failure = errno
-                    close(open.descriptor)
-                    file = nil
-                    throw AccountdError.storage("erasing account \(account) from", path: path, errno: failure)
-                }
-                return
+        guard let data = (try? Self.contents(path)) ?? nil, Self.mentions(account, in: data) else { return }
+        let current = ((try? Self.read(path, owner: owner)) ?? nil)?.accounts ?? [:]
+        // Taken out for this write: nobody else writes through it meanwhile.
+        let held = file.withLock { $0.take() }
+        if let open = held, data.count == 2 * open.slotSize, Self.isAtPath(open.descriptor, path),
+            Self.slot(current, generation: open.generation).count <= open.slotSize
+        {
+            let slot = Self.slot(current, generation: open.generation, size: open.slotSize)
+            let older = off_t((open.generation + 1) % 2) * off_t(open.slotSize)
+            let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, older) }
+            guard written == slot.count, fdatasync(open.descriptor) == 0 else {
+                let failure = errno
+                close(open.descriptor)
+                throw AccountdError.storage("erasing account \(account) from", path: path, errno: failure)
             }
-            if let open = file { close(open.descriptor) }
-            file = nil
-            file = try create(current)
+            putBack(open)
+            return
         }
+        if let held { close(held.descriptor) }
+        putBack(try create(current))
     }
 
     /// The bytes of the file at `path` (at most ``maximumFileBytes``), read without

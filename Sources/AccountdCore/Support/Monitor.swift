@@ -7,9 +7,9 @@ import Darwin
 /// A value guarded by a lock, with a condition that threads wait on until the value is
 /// what they need or a deadline passes.
 ///
-/// For the few places where a blocking thread must wait for another (a pool thread
-/// gathering writers for a commit, a synchronous caller queued for an account): they
-/// sleep until woken, never in a poll loop. Deadlines are on the monotonic clock, so a
+/// For the one place where a thread must wait for another: a synchronous caller queued for
+/// an account (``AccountLocks/acquireBlocking(_:timeout:)``, used by the command-line tools;
+/// the daemon always waits in a task). It sleeps until woken, never in a poll loop. Deadlines are on the monotonic clock, so a
 /// wall clock set back cannot stretch a wait. Never wait on an event loop or in a task.
 final class Monitor<Value: Sendable>: @unchecked Sendable {
     // @unchecked: `value` is read and written only while `mutex` is held.

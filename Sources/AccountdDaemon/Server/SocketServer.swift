@@ -36,15 +36,24 @@ struct SocketServer: Service {
     /// Called when shutdown begins: no new connections are taken from then on.
     let onStopping: @Sendable () -> Void
 
+    /// Listens, says it is ready, then serves until shutdown: in that order.
     func run() async throws {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+        let server = try await listen(bootstrap, initializer: channelInitializer())
+        onReady()
+        try await serve(server)
+    }
+
+    /// What each accepted connection gets: its peer's credentials, read once, then its
+    /// pipeline, or none when it is over the limit.
+    private func channelInitializer() -> @Sendable (any Channel) -> EventLoopFuture<Accepted> {
         let idleTimeout = idleTimeout
         let (dispatcher, hub, maximumRequestBytes, framing, counter, logger) = (
             dispatcher, hub, maximumRequestBytes, framing, counter, logger
         )
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
+        return { channel in
             guard let provider = channel as? SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
             }
@@ -66,7 +75,13 @@ struct SocketServer: Service {
                     return Accepted(channel: channel, peer: peer, admitted: true)
                 }
         }
-        let server: NIOAsyncChannel<Accepted, Never>
+    }
+
+    /// Binds the socket (refusing a missing folder or a live daemon's socket, with its mode
+    /// from the start), or adopts systemd's.
+    private func listen(
+        _ bootstrap: ServerBootstrap, initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Accepted>
+    ) async throws -> NIOAsyncChannel<Accepted, Never> {
         switch listener {
         case .bind(let path, let mode):
             let flag = framing == .line ? "--socket" : "--varlink-socket"
@@ -80,16 +95,23 @@ struct SocketServer: Service {
             // and the chmod below, and must meet the configured mode then too.
             let previous = umask(~mode_t(mode) & 0o777)
             defer { umask(previous) }
-            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+            let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
             guard chmod(path, mode_t(mode)) == 0 else {
                 throw SocketError(message: "cannot set mode \(String(mode, radix: 8)) on socket \(path): \(String(cString: strerror(errno)))")
             }
             logger.info("listening on \(path) (mode \(String(mode, radix: 8))\(framing == .varlink ? ", varlink" : ""))")
+            return server
         case .adopt(let fd, let description):
-            server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
+            let server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
             logger.info("listening on the socket systemd passed (\(description))\(framing == .varlink ? " for varlink" : "")")
+            return server
         }
-        onReady()
+    }
+
+    /// Runs each accepted connection in a child task until graceful shutdown, which stops
+    /// the accepting and asks each open connection to finish its current request.
+    private func serve(_ server: NIOAsyncChannel<Accepted, Never>) async throws {
+        let counter = counter
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await accepted in connections.cancelOnGracefulShutdown() {

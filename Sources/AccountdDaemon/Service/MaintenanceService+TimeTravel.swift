@@ -18,9 +18,10 @@ extension MaintenanceService {
     /// Restores `account` as its Litestream replica had it at `time` (`Restore {account, at}`),
     /// through the same path as a snapshot restore; an active account is opened again at once.
     ///
-    /// The whole restore runs under the account's lock, on a pool thread: `litestream restore`
-    /// into a staging file, the checks, the `before-restore` snapshot, the write. Litestream goes
-    /// on replicating the file: the restore is one more transaction in its WAL.
+    /// The whole restore runs under the account's hold: `litestream restore` into a staging
+    /// file (awaited; no thread waits for Litestream), then on a pool thread the checks, the
+    /// `before-restore` snapshot, the write. Litestream goes on replicating the file: the
+    /// restore is one more transaction in its WAL.
     ///
     /// - Returns: what was restored, and the time the state has.
     /// - Throws: `InvalidRequest` when replication is off; `SnapshotNotFound` when `time` is
@@ -30,10 +31,8 @@ extension MaintenanceService {
         let (store, preferences, traveller) = (stores.current, preferences, try replication.timeTraveller())
         let asked = Date(timeIntervalSince1970: time.secondsSince1970)
         let (fetched, saved) = try await store.withHold(account) { hold in
-            try await pool.run {
-                preferences.close(account)
-                return try store.restore(account, at: asked, from: traveller, reclaim: reclaim, holding: hold)
-            }
+            await preferences.close(account)
+            return try await store.restore(account, at: asked, from: traveller, reclaim: reclaim, holding: hold, on: pool)
         }
         if saved != nil { metrics.snapshot(.restore) }
         let at = LitestreamTime.format(fetched.at)

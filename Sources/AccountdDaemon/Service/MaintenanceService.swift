@@ -78,8 +78,8 @@ struct MaintenanceService: Sendable {
     func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
         let (restored, saved) = try await store.withHold(account) { hold in
-            try await pool.run {
-                preferences.close(account)
+            await preferences.close(account)
+            return try await pool.run {
                 let result = try store.restore(account, snapshot: snapshot, reclaim: reclaim, holding: hold)
                 // Pinned before the account is let go: the reopen below may migrate it, and
                 // the snapshot that migration takes must not prune the one just restored.
@@ -138,19 +138,20 @@ struct MaintenanceService: Sendable {
         let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
             // The active account is refused, and the account's table closed, before anything else.
-            try await pool.run { try switching.beginRemoval(account) }
+            try await switching.beginRemoval(account)
             defer { switching.endRemoval(account) }
-            try await pool.run { preferences.close(account) }
+            await preferences.close(account)
             if handoff {
                 guard let replica = replication.replicaForRecord else {
                     throw ReplicationService.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)")
                 }
+                // The record is durable before the final sync, so no write can land after it.
                 let resumed = try await pool.run { try store.recordHandoff(account, replica: replica, holding: hold) }
                 do {
                     try await replication.release(account, handoff: true)
                 } catch {
                     // A first attempt changes nothing; a resumed one (after a crash) keeps the account refused.
-                    if !resumed { try? await pool.run { try store.root.eraseHandoff(account) } }
+                    if !resumed { _ = try? await pool.run { try store.root.eraseHandoff(account) } }
                     throw error
                 }
             } else {
@@ -158,11 +159,9 @@ struct MaintenanceService: Sendable {
                 // waits for it, and a hung Litestream fails the removal with nothing changed.
                 try await replication.release(account)
             }
-            return try await pool.run {
-                let outcome = try store.remove(account, purge: purge, handingOff: handoff, holding: hold)
-                if purge { try switching.forgetPurged(account) }
-                return outcome
-            }
+            let outcome = try await pool.run { try store.remove(account, purge: purge, handingOff: handoff, holding: hold) }
+            if purge { try await switching.forgetPurged(account) }
+            return outcome
         }
         if outcome.snapshot != nil { metrics.snapshot(.remove) }
         if handoff {
@@ -200,7 +199,7 @@ struct MaintenanceService: Sendable {
     ///   `AccountCorrupt`, `AccountTooNew`, `AccountBusy` or a storage error.
     func pull(_ account: AccountName, replica: String? = nil) async throws -> PullReply {
         let (store, puller) = (stores.current, try replication.puller(replica: replica))
-        let outcome = try await store.withHold(account) { hold in try await pool.run { try store.pull(account, with: puller, holding: hold) } }
+        let outcome = try await store.withHold(account) { hold in try await store.pull(account, with: puller, holding: hold, on: pool) }
         logger.notice(
             "account \(account) pulled from \(puller.replica.redact(puller.replica.account(account))) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",
             metadata: ["account": "\(account)"])

@@ -29,7 +29,9 @@ final class PreferenceService: Sendable {
     private let hub: EventHub
     private let groupCommit: Bool
     /// Where the tables' commits run: the daemon's blocking pool.
-    private let run: PreferenceDatabase.Runner
+    private let pool: BlockingPool
+    /// The timer that ends a table's gathering of writers: an event loop's.
+    private let schedule: PreferenceDatabase.Schedule
     private let metrics: DaemonMetrics
     private let device: PreferenceDatabase?
     /// The `memory` namespaces' values.
@@ -38,6 +40,9 @@ final class PreferenceService: Sendable {
     /// account's preference table, before its file is migrated, restored or removed.
     let sqlConnections = SQLConnectionCache()
     private let accounts = Mutex<[AccountName: OpenAccount]>([:])
+    /// Tables let go to keep at most ``openAccountLimit`` open, until their close ends:
+    /// ``close(_:)`` of their account waits for them too.
+    private let evicted = Mutex<[AccountName: [PreferenceDatabase]]>([:])
     private let clock = Atomic<UInt64>(0)
 
     /// - Parameter metrics: where the tables' commits are counted.
@@ -50,7 +55,8 @@ final class PreferenceService: Sendable {
         self.root = root
         self.hub = hub
         self.groupCommit = groupCommit
-        run = pool.submit
+        self.pool = pool
+        schedule = { delay, work in pool.schedule(after: delay, work) }
         self.metrics = metrics
         let hasDevice = declarations.contains { $0.scope == .device }
         // SQLite opens device.sqlite and its -wal and -shm by path: none may be a link.
@@ -58,7 +64,7 @@ final class PreferenceService: Sendable {
         device =
             hasDevice
             ? try PreferenceDatabase(
-                path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: run,
+                path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: pool.submit, schedule: schedule,
                 observer: metrics.commitObserver(scope: "device")) : nil
     }
 
@@ -112,8 +118,10 @@ final class PreferenceService: Sendable {
         do {
             _ = try store.usableState(account)
         } catch {
-            // A table opened under another bundle, for a file this one refuses, goes.
-            close(account)
+            // A table opened under another bundle, for a file this one refuses, goes, its
+            // accepted writes committed first.
+            if let refused = accounts.withLock({ $0.removeValue(forKey: account)?.database }) { evict(refused, of: account) }
+            sqlConnections.close(account)
             throw error
         }
         let tick = clock.add(1, ordering: .relaxed).newValue
@@ -126,39 +134,57 @@ final class PreferenceService: Sendable {
             return checked
         }
         let database = try PreferenceDatabase(
-            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false, run: run,
+            path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false, run: pool.submit, schedule: schedule,
             observer: metrics.commitObserver(scope: "account"))
-        var evicted: [PreferenceDatabase] = []
+        var letGo: [(AccountName, PreferenceDatabase)] = []
         let winner = accounts.withLock { entries -> PreferenceDatabase in
             if let raced = entries[account] { return raced.database }
             entries[account] = OpenAccount(database: database, target: target, used: tick)
             while entries.count > Self.openAccountLimit, let oldest = entries.min(by: { $0.value.used < $1.value.used }) {
-                evicted.append(oldest.value.database)
+                letGo.append((oldest.key, oldest.value.database))
                 entries[oldest.key] = nil
             }
             return database
         }
-        if winner !== database { database.close() }
-        for old in evicted { old.close() }
+        // Never written to: it has nothing to commit, and nobody else has it.
+        if winner !== database { database.closeHere() }
+        for (name, old) in letGo { evict(old, of: name) }
         return winner
     }
 
-    /// Closes the account's preference table (waiting for its writes), before its file is migrated or replaced.
-    func close(_ account: AccountName) {
-        let database = accounts.withLock { $0.removeValue(forKey: account)?.database }
-        database?.close()
-        sqlConnections.close(account)
+    /// Closes a table let go, on this pool thread unless a commit of it runs on another;
+    /// then without waiting for it, and until its close ends, ``close(_:)`` of its account
+    /// waits for it.
+    private func evict(_ database: PreferenceDatabase, of account: AccountName) {
+        evicted.withLock { $0[account, default: []].append(database) }
+        database.closeHere { [self] in
+            evicted.withLock { closing in
+                closing[account]?.removeAll { $0 === database }
+                if closing[account]?.isEmpty == true { closing[account] = nil }
+            }
+        }
     }
 
-    /// Closes everything, checkpointing the WAL files.
-    func closeAll() {
+    /// Closes the account's preference table, once its accepted writes are committed, and
+    /// the `Query` and `Execute` connections to its file, before the file is migrated or replaced.
+    func close(_ account: AccountName) async {
+        let database = accounts.withLock { $0.removeValue(forKey: account)?.database }
+        await database?.close()
+        for old in evicted.withLock({ $0[account] ?? [] }) { await old.close() }
+        let sqlConnections = sqlConnections
+        _ = try? await pool.run { sqlConnections.close(account) }
+    }
+
+    /// Closes everything, checkpointing the WAL files; before the pool stops.
+    func closeAll() async {
         let all = accounts.withLock { entries in
             defer { entries.removeAll() }
             return entries.values.map(\.database)
         }
-        for database in all { database.close() }
-        sqlConnections.closeAll()
-        device?.close()
+        for database in all + evicted.withLock({ $0.values.flatMap { $0 } }) { await database.close() }
+        let sqlConnections = sqlConnections
+        _ = try? await pool.run { sqlConnections.closeAll() }
+        await device?.close()
     }
 
     /// Tells watchers that `key` in `namespace` was set to `value`, or deleted (nil).

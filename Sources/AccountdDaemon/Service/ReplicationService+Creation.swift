@@ -8,26 +8,30 @@ extension ReplicationService {
     /// new empty file would become the replica's newest state within a second and hide the
     /// copy there; so creating is refused, naming `accountctl pull`, or with
     /// `replication.litestream.onCreate: pull` the replica's copy is pulled instead (the open
-    /// that follows then opens or migrates it). Blocking: runs `litestream ltx`, and may pull,
-    /// on the caller's pool thread, under the account's hold.
+    /// that follows then opens or migrates it). Runs `litestream ltx` (awaited; no thread waits
+    /// for it), and may pull, under the account's hold; the file work on `pool`.
     ///
     /// - Throws: ``AccountdError``: `accountExists` when the replica holds the account and the
     ///   setting says refuse; `storage` when the replica cannot be asked (creating it then
     ///   could shadow a copy nobody could see), or the pull's errors.
-    func beforeCreating(_ account: AccountName, store: AccountStore, holding hold: AccountHold) throws {
+    func beforeCreating(_ account: AccountName, store: AccountStore, holding hold: AccountHold, on pool: BlockingPool) async throws {
         guard let current = settings.current else { return }
         let path = root.accountPath(account)
-        var info = stat()
-        guard lstat(path, &info) != 0, errno == ENOENT else { return }
-        // An account that lived here and was removed here (its snapshots are kept) is
-        // created again on purpose: the replica then follows the new file, as before.
-        guard store.listSnapshots(account).isEmpty else { return }
+        let fresh = try await pool.run {
+            var info = stat()
+            guard lstat(path, &info) != 0, errno == ENOENT else { return false }
+            // An account that lived here and was removed here (its snapshots are kept) is
+            // created again on purpose: the replica then follows the new file, as before.
+            return store.listSnapshots(account).isEmpty
+        }
+        guard fresh else { return }
         let replica = current.replica
         let source = replica.account(account)
         let shown = replica.redact(source)
         let files: [ReplicaCommand.File]
         do {
-            files = try ReplicaCommand(root: root, litestream: LitestreamProgram(executable: current.program)).files(source: source, redact: replica.redact)
+            files = try await ReplicaCommand(root: root, litestream: LitestreamProgram(executable: current.program))
+                .files(source: source, redact: replica.redact, on: pool)
         } catch let error as AccountdError {
             throw AccountdError(
                 .storage,
@@ -47,7 +51,8 @@ extension ReplicationService {
                     + "Bring it back with 'accountctl pull \(account)', then switch to it (or set replication.litestream.onCreate: pull to pull on switch)",
                 account: account.rawValue, file: shown)
         case .pull:
-            let outcome = try store.pull(account, with: ReplicaPull(root: root, replica: replica, litestream: LitestreamProgram(executable: current.program)), holding: hold)
+            let puller = ReplicaPull(root: root, replica: replica, litestream: LitestreamProgram(executable: current.program))
+            let outcome = try await store.pull(account, with: puller, holding: hold, on: pool)
             logger.notice(
                 "account \(account) was pulled from the replica \(shown) instead of being created (replication.litestream.onCreate: pull), at version \(outcome.version)",
                 metadata: ["account": "\(account)"])

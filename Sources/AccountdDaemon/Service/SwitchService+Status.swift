@@ -68,15 +68,16 @@ extension SwitchService {
         hub.publish(.watched(.failed(.init(account: account.rawValue, error: name, message: message, version: failure?.fromVersion))))
     }
 
-    /// One account's status; never waits for a migration.
+    /// One account's status; never waits for a migration. Every look at the disk (an
+    /// `lstat` included) is on the blocking pool, never on the caller's event loop.
     func accountStatus(_ account: AccountName) async throws -> AccountStatus {
-        let store = stores.current
-        if board.isMigrating(account) {
+        let (store, board) = (stores.current, board)
+        return try await pool.run {
+            guard board.isMigrating(account) else { return store.status(account) }
             return AccountStatus(
                 account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
                 sizeBytes: store.sizeOnDisk(account))
         }
-        return try await pool.run { store.status(account) }
     }
 
     /// What `account` takes on disk, part by part (`lstat` only: no file is opened).

@@ -13,7 +13,7 @@ import Synchronization
 /// few fields, so `Status` never waits. The work on files runs on ``BlockingPool``
 /// threads, so while one account migrates, everything else goes on. The one thing that
 /// must happen in order, saving the active account to `state.json` and making it active,
-/// happens under ``commits``, one switch at a time; `state.json` keeps every uid's entry.
+/// happens behind ``commits``, one switch at a time; `state.json` keeps every uid's entry.
 final class SwitchService: Sendable {
     /// The mutable state.
     struct State: Sendable {
@@ -95,9 +95,10 @@ final class SwitchService: Sendable {
     let record: ActiveAccountRecord
     /// The daemon's own uid: an older `state.json`'s one active account is its entry.
     let ownUID: UInt32
-    /// Held while a switch saves `state.json` and sets the active account (on a pool
-    /// thread, never on an event loop), so the file always names the account that is active.
-    private let commits = Mutex(())
+    /// Passed one at a time by a switch saving `state.json` and setting the active account
+    /// (the save on a pool thread), a removal's check, and a purge's erasure of its name, so
+    /// the file always names the account that is active. A task waits there without a thread.
+    private let commits = SerialGate()
 
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
@@ -148,7 +149,7 @@ final class SwitchService: Sendable {
     /// says `failed` with the error.
     func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
         let (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
-            try commit(account, version: outcome.version, mode: mode)
+            try await commit(account, version: outcome.version, mode: mode)
         }
         let switched = Switched(outcome: outcome, previous: committed.previous, committed: committed.made)
         guard committed.made else { return switched }
@@ -205,11 +206,11 @@ final class SwitchService: Sendable {
     /// Brings `account` to the bundle's version on a pool thread, after closing its
     /// preference table, and announces each migration step.
     ///
-    /// - Parameter then: more blocking work to do on the same thread once the account is ready.
+    /// - Parameter then: more work to do once the account is ready, while it is still held.
     /// - Returns: the outcome, what `then` returned, and the store the account was opened under.
     private func open<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
-        then: @escaping @Sendable (OpenOutcome) throws -> T = { _ in () }
+        then: @escaping @Sendable (OpenOutcome) async throws -> T = { _ in () }
     ) async throws -> (OpenOutcome, T, AccountStore) {
         board.begin(account)
         defer {
@@ -237,85 +238,92 @@ final class SwitchService: Sendable {
 
     /// ``open(_:create:progress:then:)`` once the account is held.
     private func openHeld<T: Sendable>(
-        _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) throws -> T
+        _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
         let (store, board, hub, preferences, replication) = (stores.current, board, hub, preferences, replication)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
-            try await pool.run {
-                preferences.close(account)
-                if create { try replication.beforeCreating(account, store: store, holding: hold) }
-                let outcome = try store.open(account, create: create, holding: hold) { step in
+            await preferences.close(account)
+            // The replica is asked (and may be pulled from) before a new file is made: Litestream
+            // awaited under the hold, the file work on the pool.
+            if create { try await replication.beforeCreating(account, store: store, holding: hold, on: pool) }
+            let outcome = try await pool.run {
+                try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)
                     hub.publish(
                         .watched(
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
                     progress?(step)
                 }
-                return (outcome, try then(outcome), store)
             }
+            return (outcome, try await then(outcome), store)
         }
     }
 
     /// Makes `account` active as `mode` allows, saving it in `state.json` for a ``Commit/select(save:uid:)``;
     /// returns the account that was active before (for the uid switching, or `account`
-    /// itself for a refresh), and whether `account` is active now by this commit. Blocking:
-    /// runs on a pool thread, one switch at a time.
-    private func commit(_ account: AccountName, version: Int, mode: Commit) throws -> (previous: AccountName?, made: Bool) {
-        try commits.withLock { _ in
-            let (all, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
-            let uid: UInt32?
-            let previous: AccountName?
-            switch mode {
-            case .select(_, let caller), .startup(let caller):
-                uid = caller
-                previous = all[caller]
-                if case .startup = mode, previous != nil { return (previous, false) }
-            case .refresh:
-                uid = nil
-                previous = all.values.contains(account) ? account : nil
-                if previous == nil { return (nil, false) }
-            }
-            // A removal may have taken the file between the open and now (see beginRemoval).
-            if removing || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
-                throw AccountdError(
-                    .accountNotFound,
-                    "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
-                    account: account.rawValue)
-            }
-            if case .select(save: true, let caller) = mode, previous != account {
-                var saved = all
-                saved[caller] = account
-                try record.save(saved)
-            }
-            state.withLock {
-                if let uid {
-                    $0.active[uid] = account
-                    $0.opening[uid] = nil
-                    $0.lastUID = uid
-                }
-                $0.versions[account] = version
-                // The account opened: whoever has it active has no failure of it to report.
-                for holder in $0.uids(of: account) { $0.failures[holder] = nil }
-                // Versions only of accounts that are active for some uid.
-                let inUse = Set($0.active.values)
-                $0.versions = $0.versions.filter { inUse.contains($0.key) }
-            }
-            return (previous, true)
+    /// itself for a refresh), and whether `account` is active now by this commit. One switch
+    /// at a time; the save on a pool thread.
+    private func commit(_ account: AccountName, version: Int, mode: Commit) async throws -> (previous: AccountName?, made: Bool) {
+        try await commits.run { [self] in
+            try await pool.run { try self.commitInTurn(account, version: version, mode: mode) }
         }
+    }
+
+    /// ``commit(_:version:mode:)`` once its turn has come. Blocking: on a pool thread.
+    private func commitInTurn(_ account: AccountName, version: Int, mode: Commit) throws -> (previous: AccountName?, made: Bool) {
+        let (all, removing) = state.withLock { ($0.active, $0.removing.contains(account)) }
+        let uid: UInt32?
+        let previous: AccountName?
+        switch mode {
+        case .select(_, let caller), .startup(let caller):
+            uid = caller
+            previous = all[caller]
+            if case .startup = mode, previous != nil { return (previous, false) }
+        case .refresh:
+            uid = nil
+            previous = all.values.contains(account) ? account : nil
+            if previous == nil { return (nil, false) }
+        }
+        // A removal may have taken the file between the open and now (see beginRemoval).
+        if removing || !FileManager.default.fileExists(atPath: root.accountPath(account)) {
+            throw AccountdError(
+                .accountNotFound,
+                "account \(account) was removed while it was being switched to; \(previous.map { "\($0) stays active" } ?? "no account is active")",
+                account: account.rawValue)
+        }
+        if case .select(save: true, let caller) = mode, previous != account {
+            var saved = all
+            saved[caller] = account
+            try record.save(saved)
+        }
+        state.withLock {
+            if let uid {
+                $0.active[uid] = account
+                $0.opening[uid] = nil
+                $0.lastUID = uid
+            }
+            $0.versions[account] = version
+            // The account opened: whoever has it active has no failure of it to report.
+            for holder in $0.uids(of: account) { $0.failures[holder] = nil }
+            // Versions only of accounts that are active for some uid.
+            let inUse = Set($0.active.values)
+            $0.versions = $0.versions.filter { inUse.contains($0.key) }
+        }
+        return (previous, true)
     }
 
     /// Marks `account` as being removed, unless it is the active account of some uid.
     ///
     /// Together with the check in ``commit(_:version:mode:)``, made under the same
-    /// ``commits`` lock, this decides every race between a removal and a switch to the
+    /// ``commits`` gate, this decides every race between a removal and a switch to the
     /// same account: either the switch committed first and the removal is refused with
     /// `AccountActive`, or the removal marked the account first and the switch fails with
     /// `AccountNotFound`, leaving the previous account active.
     ///
     /// - Throws: `AccountActive` when `account` is the active account of some uid.
-    func beginRemoval(_ account: AccountName) throws {
-        try commits.withLock { _ in
+    func beginRemoval(_ account: AccountName) async throws {
+        try await commits.run { [self] in
             try state.withLock { state in
                 let uids = state.uids(of: account).sorted()
                 if !uids.isEmpty {
@@ -335,13 +343,13 @@ final class SwitchService: Sendable {
         _ = state.withLock { $0.removing.remove(account) }
     }
 
-    /// Erases a purged account's name from `state.json` (its older slot may name it).
-    /// Blocking: call it on a pool thread.
+    /// Erases a purged account's name from `state.json` (its older slot may name it), in
+    /// turn with the switches' saves; the write on a pool thread.
     ///
     /// - Throws: `storage`, saying the purge itself is done, when the file cannot be written.
-    func forgetPurged(_ account: AccountName) throws {
+    func forgetPurged(_ account: AccountName) async throws {
         do {
-            try record.forget(account)
+            try await commits.run { [self] in try await pool.run { try self.record.forget(account) } }
         } catch {
             throw AccountdError(
                 .storage,

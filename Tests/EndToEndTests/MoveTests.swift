@@ -111,6 +111,7 @@ struct MoveTests {
                 E2E.request("Set", [("namespace", "user"), ("key", "after"), ("value", 1), ("account", "alice")]),
                 E2E.request("Execute", [("account", "alice"), ("statements", .array([.object([("sql", "INSERT INTO item(name, n) VALUES ('late', 0)")])]))]),
                 E2E.request("Import", [("account", "alice"), ("path", .string(dir.sub("nothing.sqlite")))]),
+                E2E.request("Query", [("account", "alice"), ("sql", "SELECT count(*) FROM item")]),
             ] {
                 let answer = try client.call(line.hasPrefix("export") ? #"{"method":"io.accountd.Export","parameters":{"account":"alice","format":"sql"},"more":true}"# : line).last!
                 #expect(answer.error == .accountMoved, "\(when): \(line) → \(answer.error?.rawValue ?? "ok") \(answer.parameters)")

@@ -156,6 +156,8 @@ final class DataService: Sendable {
                         return true
                     }
                     guard let hold else {
+                        // A Query takes no lock, so it asks here what a locked call learns from the lock.
+                        try store.root.refuseHandedOff(account)
                         try store.root.refuseLinkedFolders(account)
                         return try check() ? try body(store) : nil
                     }

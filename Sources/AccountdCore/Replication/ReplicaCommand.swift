@@ -30,7 +30,7 @@ public struct ReplicaCommand: Sendable {
     ///   - options: its options, which go before the database.
     ///   - blocking: where the configuration file is written and removed.
     public func run(_ command: String, _ options: [String], source: String, on blocking: some BlockingRunner) async throws -> LitestreamProgram.Run {
-        let name = try await blocking.run { [self] in try writeConfiguration(source) }
+        let name = try await blocking.run { [root] in try Self.writeConfiguration(source, in: root) }
         let run: LitestreamProgram.Run
         do {
             run = try await litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"])
@@ -42,17 +42,19 @@ public struct ReplicaCommand: Sendable {
         return run
     }
 
-    /// Writes the private configuration naming `source`, after removing those an earlier
-    /// command left an hour ago or more; returns its path without `.yml`. Blocking.
-    private func writeConfiguration(_ source: String) throws -> String {
+    /// Writes the private configuration naming `source` under `root`'s `tmp/`, named with
+    /// `prefix`, after removing those with that prefix left an hour ago or more; returns its
+    /// path without `.yml`. The database it names only says which replica is meant: nothing is
+    /// ever made at that path. Blocking.
+    static func writeConfiguration(_ source: String, in root: DataRoot, prefix: String = configPrefix) throws -> String {
         let folder = root.temporaryDirectory
         try FileSystem.ensureDirectory(folder)
         let now = Date()
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(Self.configPrefix) {
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(prefix) {
             let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + file))?[.modificationDate] as? Date
             if let modified, now.timeIntervalSince(modified) > 3600 { unlink(folder + "/" + file) }
         }
-        let name = folder + "/" + Self.configPrefix + UUID().uuidString
+        let name = folder + "/" + prefix + UUID().uuidString
         var text = "dbs:\n  - path: "
         JSONValue.writeString(name + ".sqlite", to: &text)
         text += "\n    replica:\n      url: "

@@ -174,22 +174,6 @@ public struct ReplicaPull: Sendable {
     /// may carry a password; returns its path without `.yml`. The file goes when the pull ends; one left by a crash is
     /// removed by a pull an hour later or more.
     private func writeConfiguration(_ source: String) throws -> String {
-        let folder = root.temporaryDirectory
-        try FileSystem.ensureDirectory(folder)
-        let now = Date()
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasPrefix(Self.restoreConfigPrefix) {
-            let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + file))?[.modificationDate] as? Date
-            if let modified, now.timeIntervalSince(modified) > 3600 { unlink(folder + "/" + file) }
-        }
-        let name = folder + "/" + Self.restoreConfigPrefix + UUID().uuidString
-        // The database named in the configuration only says which replica to restore; the
-        // copy goes to `temp` (-o), and nothing is ever made at this path.
-        var text = "dbs:\n  - path: "
-        JSONValue.writeString(name + ".sqlite", to: &text)
-        text += "\n    replica:\n      url: "
-        JSONValue.writeString(source, to: &text)
-        text += "\n"
-        try FileSystem.atomicWrite(Data(text.utf8), to: name + ".yml")
-        return name
+        try ReplicaCommand.writeConfiguration(source, in: root, prefix: Self.restoreConfigPrefix)
     }
 }

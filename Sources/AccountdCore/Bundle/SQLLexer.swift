@@ -131,7 +131,8 @@ struct SQLLexer {
             case 0x78 where at(0x78, then: 0x27), 0x58 where at(0x58, then: 0x27):  // x'blob'
                 scanBlob()
                 return .blob
-            case 0x30...0x39, 0x2E where i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39:  // 1, .5
+            case 0x30...0x39,  // 1
+                0x2E where i + 1 < count && utf8[i + 1] >= 0x30 && utf8[i + 1] <= 0x39:  // .5, not a lone dot
                 i = SQLLexer.numberEnd(utf8, from: i)
                 return .number
             case _ where SQLLexer.isIdentifierByte(c):

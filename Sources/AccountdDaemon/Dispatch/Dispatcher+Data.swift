@@ -3,13 +3,17 @@ import AccountdProtocol
 
 extension Dispatcher {
     /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`; without,
-    /// one reply of at most `limits.queryMaxRows` rows (fewer with `maxRows`).
-    func query(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, writer: ReplyWriter) async throws -> Reply {
+    /// one reply of at most `limits.queryMaxRows` rows (fewer with `maxRows`). A stream ends
+    /// with `PermissionDenied` when a reload takes `peer`'s read access to the account meanwhile.
+    func query(
+        _ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, peer: PeerCredentials, writer: ReplyWriter
+    ) async throws -> Reply {
         let data = services.data
         if more {
             try await writer.flush()
-            let sink = StreamedQuery(limit: maxRows, write: writer.blockingWrite, isGone: writer.isClientGone)
-            return Reply(try await data.query(account, statement, sink: sink))
+            let access = StreamAccess(.query, account: account, peer: peer, policy: policy, logger: logger)
+            let sink = StreamedQuery(limit: maxRows, write: access.guarding(writer.blockingWrite), isGone: writer.isClientGone)
+            return Reply(try await access.ending { try await data.query(account, statement, sink: sink) })
         } else {
             let limit = min(maxRows ?? data.limits.maxRows, data.limits.maxRows)
             let sink = WholeQuery(limit: limit, isGone: writer.isClientGone)

@@ -26,7 +26,7 @@ struct RevocationTests {
 
     /// The text of `state.json`.
     static func state(_ daemon: DaemonProcess) -> String {
-        String(decoding: Files.bytes(daemon.dataRoot + "/state.json") ?? [], as: UTF8.self)
+        String(decoding: Files.bytes(daemon.dataRoot + "/state.json") ?? Data(), as: UTF8.self)
     }
 
     /// An admin removes, or purges, an account that other uids have as their active account:

@@ -4,7 +4,8 @@ import Synchronization
 
 /// Ends a streamed read (a `Query` with `more`, an `Export`) once its caller may no longer
 /// read the account: a reload that takes the grant (or the admin's rights) away stops the
-/// streams already running, not only the requests after it.
+/// streams already running, not only the requests after it (and a `Query` without `more`
+/// still running gets `PermissionDenied` instead of its rows).
 ///
 /// The check is made before each chunk is written (about 64 KiB of rows, 256 KiB of an
 /// export), against the access policy in force then. A refused chunk is not written; the
@@ -55,8 +56,8 @@ final class StreamAccess: Sendable {
     }
 
     /// Throws `PermissionDenied` (and keeps it) when the policy in force no longer lets
-    /// `peer` read ``account``.
-    private func check() throws {
+    /// `peer` read ``account``: before each chunk, and before a read's one reply.
+    func check() throws {
         guard let account else { return }
         if let refused = refusal.withLock({ $0 }) { throw refused }
         guard !policy.current.mayRead(account, peer: peer) else { return }

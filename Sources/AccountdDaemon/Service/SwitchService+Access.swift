@@ -40,10 +40,11 @@ extension SwitchService {
     /// switch was made before this run is judged at its next call (``active(for:under:)``).
     func dropUnreadable(under policy: AccessPolicy) async {
         let lost = state.withLock { state in
-            state.switchers.compactMap { uid, peer -> (UInt32, AccountName)? in
-                guard let account = state.active[uid], !policy.mayRead(account, peer: peer) else { return nil }
-                return (uid, account)
+            var lost: [(UInt32, AccountName)] = []
+            for (uid, peer) in state.switchers {
+                if let account = state.active[uid], !policy.mayRead(account, peer: peer) { lost.append((uid, account)) }
             }
+            return lost
         }
         for (uid, account) in lost.sorted(by: { $0.0 < $1.0 }) {
             let cleared = clear(account, of: [uid])
@@ -61,7 +62,9 @@ extension SwitchService {
     /// A failure to write `state.json` is logged, not thrown: the removal is done, and a
     /// saved account that no longer exists opens as none at the next start.
     func releaseRemoved(_ account: AccountName) async {
-        let holders = state.withLock { $0.uids(of: account) + $0.opening.compactMap { $0.value.account == account ? $0.key : nil } }
+        let holders = state.withLock { state in
+            state.uids(of: account) + state.opening.filter { entry in entry.value.account == account }.map(\.key)
+        }
         let cleared = clear(account, of: holders)
         for uid in cleared.sorted() {
             logger.notice(

@@ -63,7 +63,7 @@ final class StreamAccess: Sendable {
         guard !policy.current.mayRead(account, peer: peer) else { return }
         let refused = ProtocolError(
             .permissionDenied,
-            "\(method.rawValue) of account \(account) stopped: uid \(peer.uid) may no longer read it (a reload changed access.grants or admin.*); the rows sent before stand, nothing more is sent",
+            "\(method.rawValue) of account \(account) stopped: uid \(peer.uid) may no longer read it (a reload changed access.grants or admin.*); nothing more of it is sent",
             facts: [("method", .string(method.qualifiedName)), ("account", .string(account.rawValue))])
         refusal.withLock { $0 = refused }
         logger.warning(

@@ -81,6 +81,9 @@ struct RevocationTests {
             // Root's own active account stands.
             #expect(try E2E.accountctl(["--json", "status"], socket: daemon.socket).stdout.contains(#""active":"rootsown""#))
         }
+        // An account made again under the removed name is not theirs either: nothing lands in it.
+        #expect(try E2E.accountctl(["switch", "kiosk-1"], socket: daemon.socket).status == 0)
+        #expect(try E2E.accountctl(["switch", "rootsown"], socket: daemon.socket).status == 0)
         try checkNoneActive("after the removals")
         try daemon.restart()
         try checkNoneActive("after a restart")

@@ -141,6 +141,26 @@ struct RevocationTests {
         #expect(try E2E.accountctl(["remove", "kiosk-1", "--purge"], socket: daemon.socket).status == 0)
     }
 
+    /// A process of the same uid without the group the grant is for (a shell of the kiosk's
+    /// user, say) is refused, as before, but does not end the active account for the
+    /// process that switched with the group; nor does it after a restart, once that process
+    /// has used it.
+    @Test func anotherProcessOfTheUidWithoutTheGrantDoesNotEndIt() throws {
+        let dir = TestDirectory()
+        let daemon = try GrantTests.daemon(dir)
+        let shell = { (arguments: [String]) in try GrantTests.ctl(6000, gid: 6000, daemon, arguments) }
+        #expect(try Self.kiosk(daemon, ["switch", "kiosk-1"]).status == 0)
+        for round in ["before a restart", "after a restart"] {
+            #expect(try Self.kiosk(daemon, ["set", "user", "theme", "\"kiosk\""]).status == 0, "\(round)")
+            let refused = try shell(["get", "user", "theme"])
+            #expect(refused.status == 1 && refused.stderr.contains("PermissionDenied"), "\(round): \(refused.stderr)")
+            #expect(try shell(["--json", "status"]).stdout.contains(#""active":"kiosk-1""#), "\(round)")
+            #expect(try Self.kiosk(daemon, ["get", "user", "theme"]).stdout.contains("kiosk"), "\(round)")
+            #expect(Self.state(daemon).contains(#""6000":"kiosk-1""#), "\(round): \(Self.state(daemon))")
+            try daemon.restart()
+        }
+    }
+
     /// A `Query` stream and an `Export` stream opened before a reload that takes the reader's
     /// grant away end with `PermissionDenied` at their next chunk: the rest is not sent.
     @Test func streamsEndWhenAReloadRevokesTheGrant() throws {

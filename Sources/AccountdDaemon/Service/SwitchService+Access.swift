@@ -13,13 +13,24 @@ import Logging
 extension SwitchService {
     /// `peer`'s active account, when `policy` lets `peer` read it; nil when it has none.
     ///
-    /// One it may no longer read (a reload took its grant away, or the daemon restarted with
-    /// other grants) is cleared as its active account, at once, and in `state.json` shortly
-    /// after (a task in turn with the switches' saves). The decision rests on this peer's
-    /// credentials, as the kernel reported them at accept, as every access decision does.
+    /// Whether a uid may still read its active account is judged with the credentials of the
+    /// process that made it active (``noteSwitcher(_:of:)``), or, for one made active before
+    /// this start, of the first call of that uid that could read it. A call from another
+    /// process of the uid with fewer groups does not end it for the others: it gets the
+    /// account, and with it `PermissionDenied`, as before. One that those credentials may no
+    /// longer read either (a reload or a restart took the grant away) is cleared as the uid's
+    /// active account, at once, and in `state.json` shortly after (a task, in turn with the
+    /// switches' saves); nil is returned, so the call gets `NoActiveAccount`.
     func active(for peer: PeerCredentials, under policy: AccessPolicy) -> AccountName? {
-        guard let account = active(for: peer.uid) else { return nil }
-        if policy.mayRead(account, peer: peer) { return account }
+        let (active, switcher) = state.withLock { ($0.active[peer.uid], $0.switchers[peer.uid]) }
+        guard let account = active else { return nil }
+        if policy.mayRead(account, peer: peer) {
+            if switcher == nil {
+                state.withLock { if $0.active[peer.uid] == account, $0.switchers[peer.uid] == nil { $0.switchers[peer.uid] = peer } }
+            }
+            return account
+        }
+        if let switcher, policy.mayRead(account, peer: switcher) { return account }
         let cleared = clear(account, of: [peer.uid])
         guard !cleared.isEmpty else { return nil }
         logger.notice(
@@ -36,8 +47,9 @@ extension SwitchService {
     }
 
     /// After a reload put `policy` in force: clears, durably, the active account of every uid
-    /// that may no longer read it, as the credentials it switched with say. A uid whose
-    /// switch was made before this run is judged at its next call (``active(for:under:)``).
+    /// that may no longer read it, as the credentials it switched with (or first read it
+    /// with, this run) say. A uid not seen since the start is judged at its next call
+    /// (``active(for:under:)``).
     func dropUnreadable(under policy: AccessPolicy) async {
         let lost = state.withLock { state in
             var lost: [(UInt32, AccountName)] = []

@@ -36,8 +36,10 @@ final class SwitchService: Sendable {
         /// How many uids' first start-up attempt has not ended yet.
         var unsettled = 0
         /// Per uid: who made its active account active, as the kernel reported that peer
-        /// (its groups, its user name), so that a reload can tell whether it may still read
-        /// it (``SwitchService/dropUnreadable(under:)``). Known only for switches of this run.
+        /// (its groups, its user name), or for one made active before this start, the first
+        /// call of that uid that could read it; so that a reload, or a call from another
+        /// process of the uid, can tell whether it may still read it
+        /// (``SwitchService/dropUnreadable(under:)``, ``SwitchService/active(for:under:)``).
         var switchers: [UInt32: PeerCredentials] = [:]
 
         /// The uids whose active account is `account`.

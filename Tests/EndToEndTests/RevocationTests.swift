@@ -209,6 +209,29 @@ struct RevocationTests {
         #expect(try query.callOne(DataCalls.query("shared-a", "SELECT 1")).error == .permissionDenied)
     }
 
+    /// A `Query` without `more` still running when a reload takes the reader's grant away
+    /// answers `PermissionDenied`, not its rows.
+    @Test func aQueryRunningWhenAReloadRevokesTheGrantIsRefused() throws {
+        let dir = TestDirectory()
+        #expect(chmod(dir.path, 0o755) == 0)
+        let config = dir.sub("grants.yaml")
+        try Files.write(GrantTests.grants, to: config)
+        let daemon = try E2E.spawning {
+            try DaemonProcess(directory: dir.path, arguments: ["--config", config], environment: ["ACCOUNTD_LIMITS_QUERY_TIMEOUT_MS": "120000"])
+        }
+        try GrantTests.makeAccounts(["shared-a"], daemon)
+        let reader = try Self.client(as: GrantTests.reader, socket: daemon.socket)
+        let count = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5000000) SELECT count(*) FROM r"
+        try reader.send(DataCalls.query("shared-a", count) + "\n")
+        Thread.sleep(forTimeInterval: 0.1)
+        try Self.grants(without: "shared-*", in: dir)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(waitUntil(timeout: 10) { daemon.log.contains("reload done") }, "\(daemon.log.suffix(2000))")
+        let reply = try reader.readReply()
+        #expect(reply.error == .permissionDenied, "\(reply)")
+        #expect(reply.parameters["rows"] == nil, "\(reply)")
+    }
+
     /// A connection to `socket` made by `uid` (through `setpriv` and `perl`, which connect a
     /// socket this test made and exit), so the daemon sees that uid; the test keeps it.
     static func client(as uid: Int, socket path: String) throws -> RawClient {

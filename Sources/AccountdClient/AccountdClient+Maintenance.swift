@@ -52,7 +52,7 @@ extension AccountdClient {
     /// Removes an account's file, keeping a final snapshot; with `purge`, erases the file,
     /// its snapshots and its other files for good.
     ///
-    /// - Throws: ``AccountdClientError``, e.g. `AccountActive` for the active account.
+    /// - Throws: ``AccountdClientError``, e.g. `AccountActive` for the caller's own active account.
     /// With `handoff`, Litestream syncs the account a last time and the daemon then refuses it
     /// (`AccountMoved`) until it is pulled back: the first half of a move to another host.
     public func remove(account: String, purge: Bool = false, handoff: Bool = false) async throws -> RemoveReply {

@@ -12,8 +12,9 @@ struct RemoveCommand: AsyncParsableCommand {
             other, then the file goes; `accountctl restore ACCOUNT` brings the account \
             back. With --purge, the file, every snapshot and every other file of the \
             account under the data root are erased, and nothing can bring it back. It \
-            asks nothing: what it did is printed. The active account is refused \
-            (AccountActive): switch to another one first. Needs an admin peer. With             --handoff (replication on), the account moves to another host: Litestream syncs it             a last time, then this host refuses it (AccountMoved) until it is pulled back; on             the new host run 'accountctl pull ACCOUNT --replica THIS_HOSTS_REPLICA_URL'.
+            asks nothing: what it did is printed. Your own active account is refused \
+            (AccountActive): switch to another one first; another uid's active account \
+            is removed all the same and is then none of theirs. Needs an admin peer. With             --handoff (replication on), the account moves to another host: Litestream syncs it             a last time, then this host refuses it (AccountMoved) until it is pulled back; on             the new host run 'accountctl pull ACCOUNT --replica THIS_HOSTS_REPLICA_URL'.
             """)
 
     @OptionGroup var global: GlobalOptions

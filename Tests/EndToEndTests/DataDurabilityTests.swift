@@ -13,27 +13,21 @@ import Testing
         let socket = daemon.socket
         let acknowledged = E2E.Locked<[Int64]>([])
         let stop = E2E.Locked(false)
-        let group = DispatchGroup()
         // 32 clients, each on its own connection, inserting one row per Execute until the daemon dies.
-        for worker in 0..<32 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                guard let client = try? RawClient(socket: socket) else { return }
-                var next = Int64(worker) * 1_000_000
-                while !stop.current {
-                    next += 1
-                    let line = DataCalls.execute("alice", [("INSERT INTO user_info(user_id, user_name) VALUES (?, ?)", [.int(next), .string("w\(worker)")])])
-                    guard let reply = try? client.callOne(line) else { return }
-                    guard reply.error == nil else { continue }
-                    acknowledged.withLock { $0.append(next) }
-                }
-            }.start()
+        let crowd = ClientCrowd(32, socket: socket) { worker, client in
+            var next = Int64(worker) * 1_000_000
+            while !stop.current {
+                next += 1
+                let line = DataCalls.execute("alice", [("INSERT INTO user_info(user_id, user_name) VALUES (?, ?)", [.int(next), .string("w\(worker)")])])
+                guard let reply = try? client.callOne(line) else { return }
+                guard reply.error == nil else { continue }
+                acknowledged.withLock { $0.append(next) }
+            }
         }
         _ = waitUntil(timeout: 20) { acknowledged.current.count >= 500 }
         _ = daemon.stop(signal: SIGKILL)
         stop.withLock { $0 = true }
-        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(crowd.wait(timeout: 60))
         let acked = Set(acknowledged.current)
         #expect(acked.count >= 100, "only \(acked.count) inserts were acknowledged before the kill")
 

@@ -12,31 +12,25 @@ import Testing
         #expect(try daemon.client().callOne("switch alice").error == nil)
         let socket = daemon.socket
         let outcomes = E2E.Locked<[Int64: String]>([:])
-        let group = DispatchGroup()
         // 32 clients at once, 20 Executes each. Of each client's Executes, one in three fails on
         // its second statement (a duplicate key), one in seven runs until the timeout stops it
         // (which takes the shared transaction with it): the others must be kept, whole.
-        for worker in 0..<32 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                guard let client = try? RawClient(socket: socket) else { return }
-                for round in 0..<20 {
-                    let id = Int64(worker * 1000 + round)
-                    var statements: [(String, [JSONValue])] = [("INSERT INTO user_info(user_id, user_name) VALUES (?, 'first')", [.int(id)])]
-                    if round % 3 == 1 {
-                        statements.append(("INSERT INTO user_info(user_id, user_name) VALUES (?, 'again')", [.int(id)]))
-                    } else if round % 7 == 2 {
-                        statements.append(("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) INSERT INTO app_data(key) SELECT n FROM r", []))
-                    } else {
-                        statements.append(("INSERT INTO app_data(key, value) VALUES (?, 'second')", [.string("k\(id)")]))
-                    }
-                    guard let reply = try? client.callOne(DataCalls.execute("alice", statements)) else { return }
-                    outcomes.withLock { $0[id] = reply.error?.shortName ?? "ok" }
+        let crowd = ClientCrowd(32, socket: socket) { worker, client in
+            for round in 0..<20 {
+                let id = Int64(worker * 1000 + round)
+                var statements: [(String, [JSONValue])] = [("INSERT INTO user_info(user_id, user_name) VALUES (?, 'first')", [.int(id)])]
+                if round % 3 == 1 {
+                    statements.append(("INSERT INTO user_info(user_id, user_name) VALUES (?, 'again')", [.int(id)]))
+                } else if round % 7 == 2 {
+                    statements.append(("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) INSERT INTO app_data(key) SELECT n FROM r", []))
+                } else {
+                    statements.append(("INSERT INTO app_data(key, value) VALUES (?, 'second')", [.string("k\(id)")]))
                 }
-            }.start()
+                guard let reply = try? client.callOne(DataCalls.execute("alice", statements)) else { return }
+                outcomes.withLock { $0[id] = reply.error?.shortName ?? "ok" }
+            }
         }
-        #expect(group.wait(timeout: .now() + 120) == .success)
+        #expect(crowd.wait(timeout: 120))
         let all = outcomes.current
         #expect(all.count == 640)
         let client = try daemon.client()

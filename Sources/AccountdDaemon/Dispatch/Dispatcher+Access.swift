@@ -20,7 +20,7 @@ extension Dispatcher {
     /// What `command` needs (``AccessPolicy/Need``), and the command with its account resolved.
     ///
     /// A new per-account method adds one line here: `Query` as `.read`, `Execute` as
-    /// `.write`, of `account ?? services.switching.active(for: peer.uid)`.
+    /// `.write`, of `account ?? activeAccount(of: peer)`.
     func need(of command: Command, peer: PeerCredentials) throws -> (AccessPolicy.Need, Command) {
         switch command {
         case .info, .ping, .metrics, .list, .watch, .replication, .status(nil):
@@ -36,12 +36,19 @@ extension Dispatcher {
         case .keys(let namespace, let account):
             return try preferenceNeed(command, namespace: namespace, account: account, peer: peer)
         case .query(let account, let statement, let maxRows):
-            let target = account ?? services.switching.active(for: peer.uid)
+            let target = account ?? activeAccount(of: peer)
             return (.read(target), .query(account: target, statement: statement, maxRows: maxRows))
         case .execute(let account, let statements):
-            let target = account ?? services.switching.active(for: peer.uid)
+            let target = account ?? activeAccount(of: peer)
             return (.write(target), .execute(account: target, statements: statements))
         }
+    }
+
+    /// `peer`'s active account, when it may still read it: one a reload or a restart took its
+    /// access to is cleared as its active account (``SwitchService/active(for:under:)``), so
+    /// its calls without `account` get `NoActiveAccount`, not another refusal on each call.
+    func activeAccount(of peer: PeerCredentials) -> AccountName? {
+        services.switching.active(for: peer, under: policy.current)
     }
 
     /// A preference call: of a per-account namespace, a grant on the account (the one named,
@@ -55,7 +62,7 @@ extension Dispatcher {
         case .device, .memory:
             return (changes ? .admin : .anyone, command)
         case .account:
-            let target = account ?? services.switching.active(for: peer.uid)
+            let target = account ?? activeAccount(of: peer)
             return (changes ? .write(target) : .read(target), command.naming(target))
         }
     }

@@ -11,8 +11,8 @@ extension Dispatcher {
         return Reply(ListSummary(count: entries.count))
     }
 
-    /// `Switch`: makes `account` the active account of `uid`, the caller.
-    func switchAccount(_ account: AccountName, create: Bool, uid: UInt32, more: Bool, writer: ReplyWriter) async throws -> Reply {
+    /// `Switch`: makes `account` the active account of `peer`'s uid, the caller's.
+    func switchAccount(_ account: AccountName, create: Bool, peer: PeerCredentials, more: Bool, writer: ReplyWriter) async throws -> Reply {
         var progress: ProgressHandler?
         if more {
             try await writer.flush()
@@ -22,7 +22,9 @@ extension Dispatcher {
                 try? write(Array(reply.encoded().utf8))
             }
         }
-        let switched = try await services.switching.switchTo(account, create: create, uid: uid, progress: progress)
+        let switched = try await services.switching.switchTo(account, create: create, uid: peer.uid, progress: progress)
+        // A reload judges whether the caller may still read it with the credentials it switched with.
+        services.switching.noteSwitcher(peer, of: account)
         let outcome = switched.outcome
         let reply = SwitchResult(
             account: account.rawValue, previous: switched.previous?.rawValue, action: outcome.action.rawValue,

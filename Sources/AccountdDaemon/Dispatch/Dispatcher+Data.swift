@@ -3,17 +3,24 @@ import AccountdProtocol
 
 extension Dispatcher {
     /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`; without,
-    /// one reply of at most `limits.queryMaxRows` rows (fewer with `maxRows`).
-    func query(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, writer: ReplyWriter) async throws -> Reply {
+    /// one reply of at most `limits.queryMaxRows` rows (fewer with `maxRows`). When a reload
+    /// takes `peer`'s read access to the account meanwhile, a stream ends with
+    /// `PermissionDenied` at its next chunk, and the one reply is `PermissionDenied`.
+    func query(
+        _ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, peer: PeerCredentials, writer: ReplyWriter
+    ) async throws -> Reply {
         let data = services.data
+        let access = StreamAccess(.query, account: account, peer: peer, policy: policy, logger: logger)
         if more {
             try await writer.flush()
-            let sink = StreamedQuery(limit: maxRows, write: writer.blockingWrite, isGone: writer.isClientGone)
-            return Reply(try await data.query(account, statement, sink: sink))
+            let sink = StreamedQuery(limit: maxRows, write: access.guarding(writer.blockingWrite), isGone: writer.isClientGone)
+            return Reply(try await access.ending { try await data.query(account, statement, sink: sink) })
         } else {
             let limit = min(maxRows ?? data.limits.maxRows, data.limits.maxRows)
             let sink = WholeQuery(limit: limit, isGone: writer.isClientGone)
-            return Reply(try await data.query(account, statement, sink: sink))
+            let reply = try await data.query(account, statement, sink: sink)
+            try access.check()
+            return Reply(reply)
         }
     }
 

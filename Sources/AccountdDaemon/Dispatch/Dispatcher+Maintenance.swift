@@ -29,17 +29,21 @@ extension Dispatcher {
 
     /// `Remove {account, purge?}`: `{account, purged, snapshot?}`, the snapshot being the
     /// final `before-remove` copy (left out after a purge).
-    /// With `handoff`, the reply says `handoff: true`.
-    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false) async throws -> Reply {
-        let outcome = try await services.maintenance.remove(account, purge: purge, handoff: handoff)
+    /// With `handoff`, the reply says `handoff: true`. `caller`'s own active account is refused.
+    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false, caller: UInt32) async throws -> Reply {
+        let outcome = try await services.maintenance.remove(account, purge: purge, handoff: handoff, caller: caller)
         return Reply(
             RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff))
     }
 
-    /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals.
-    func export(_ account: AccountName, format: ExportFormat, writer: ReplyWriter) async throws -> Reply {
+    /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals; ended with
+    /// `PermissionDenied` when a reload takes `peer`'s access to the account meanwhile.
+    func export(_ account: AccountName, format: ExportFormat, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
         try await writer.flush()
-        let summary = try await services.maintenance.export(account, format: format, write: writer.blockingWrite)
+        let access = StreamAccess(.export, account: account, peer: peer, policy: policy, logger: logger)
+        let summary = try await access.ending {
+            try await services.maintenance.export(account, format: format, write: access.guarding(writer.blockingWrite))
+        }
         return Reply(ExportTotals(summary, format: format))
     }
 }

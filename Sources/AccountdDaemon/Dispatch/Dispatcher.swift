@@ -97,6 +97,7 @@ struct Dispatcher: Sendable {
         case .info:
             return finish(call, .success(Reply(services.info())), writer: writer)
         case .status(nil):
+            _ = activeAccount(of: call.peer)  // one the caller may no longer read is cleared first
             return finish(call, .success(Reply(services.switching.daemonStatus(for: call.peer.uid))), writer: writer)
         case .status(let account?):
             return task(call, writer) { _ in
@@ -121,12 +122,12 @@ struct Dispatcher: Sendable {
             return task(call, writer) { replies in try await list(details: details, peer: call.peer, writer: replies) }
         case .switchAccount(let account, let create):
             return task(call, writer) { replies in
-                try await switchAccount(account, create: create, uid: call.peer.uid, more: call.more, writer: replies)
+                try await switchAccount(account, create: create, peer: call.peer, more: call.more, writer: replies)
             }
         case .migrate(let target, let rollout):
             return task(call, writer) { replies in try await migrate(target, rollout: rollout, more: call.more, writer: replies) }
         case .export(let account, let format):
-            return task(call, writer) { replies in try await export(account, format: format, writer: replies) }
+            return task(call, writer) { replies in try await export(account, format: format, peer: call.peer, writer: replies) }
         case .verify(let account):
             return task(call, writer) { _ in Reply(VerifyResult(try await services.maintenance.verify(account))) }
         case .plan(let account):
@@ -141,7 +142,7 @@ struct Dispatcher: Sendable {
         case .snapshot(let account, let label):
             return task(call, writer) { _ in Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))) }
         case .remove(let account, let purge, let handoff):
-            return task(call, writer) { _ in try await remove(account, purge: purge, handoff: handoff) }
+            return task(call, writer) { _ in try await remove(account, purge: purge, handoff: handoff, caller: call.peer.uid) }
         case .metrics:
             return task(call, writer) { _ in
                 let services = services
@@ -159,7 +160,9 @@ struct Dispatcher: Sendable {
         case .importAccount(let account, let path, let rebind):
             return task(call, writer) { _ in Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)) }
         case .query(let account, let statement, let maxRows):
-            return task(call, writer) { replies in try await query(account, statement, maxRows: maxRows, more: call.more, writer: replies) }
+            return task(call, writer) { replies in
+                try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)
+            }
         case .execute(let account, let statements):
             return task(call, writer) { replies in try await execute(account, statements, writer: replies) }
         }

@@ -123,8 +123,9 @@ struct MaintenanceService: Sendable {
     /// Removes `account` (`Remove`): its file, after a final snapshot, or with `purge`
     /// everything of it under the data root.
     ///
-    /// Under the account's lock, the active account is refused and the account's open
-    /// preference table is closed before a byte changes.
+    /// Under the account's lock, `caller`'s own active account is refused and the account's
+    /// open preference table is closed before a byte changes. Once it is gone, it is no
+    /// longer any other uid's active account either (``SwitchService/releaseRemoved(_:)``).
     ///
     /// - Throws: `AccountActive`, `AccountNotFound`, `AccountBusy` or a storage error.
     ///
@@ -134,11 +135,11 @@ struct MaintenanceService: Sendable {
     /// record is erased again and nothing changed), then the file goes as in a removal. Every
     /// write acknowledged before took the account's lock before the handoff did, so it is in
     /// the file Litestream syncs; every write after finds the record.
-    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false) async throws -> RemoveOutcome {
+    func remove(_ account: AccountName, purge: Bool, handoff: Bool = false, caller: UInt32) async throws -> RemoveOutcome {
         let (store, preferences, switching, replication) = (stores.current, preferences, switching, replication)
         let outcome = try await store.withHold(account) { hold in
-            // The active account is refused, and the account's table closed, before anything else.
-            try await switching.beginRemoval(account)
+            // The caller's active account is refused, and the account's table closed, before anything else.
+            try await switching.beginRemoval(account, caller: caller)
             defer { switching.endRemoval(account) }
             await preferences.close(account)
             if handoff {
@@ -160,6 +161,7 @@ struct MaintenanceService: Sendable {
                 try await replication.release(account)
             }
             let outcome = try await pool.run { try store.remove(account, purge: purge, handingOff: handoff, holding: hold) }
+            await switching.releaseRemoved(account)
             if purge { try await switching.forgetPurged(account) }
             return outcome
         }

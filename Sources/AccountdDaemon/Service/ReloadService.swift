@@ -17,7 +17,9 @@ import UnixSignals
 ///   the admin users and groups, the access grants (whole: the new list replaces the old), the `accounts.*` options but `migrateConcurrency` (for the
 ///   next operation), and the replication settings (Litestream's configuration is rewritten;
 ///   restart `accountd-litestream` for Litestream to read it). Whether the bundle changed
-///   does not matter.
+///   does not matter. A uid that may no longer read its active account has none from now on
+///   (cleared in `state.json` too), and its streams of that account already running end
+///   with `PermissionDenied` before their next chunk.
 /// - A changed bundle applies to the next switch, and every uid's active account is brought
 ///   to it at once (migrated if it is now older), one account after another.
 /// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
@@ -93,6 +95,8 @@ struct ReloadService: Service {
         Connections.limitWAL(toBytes: settings.walMaxBytes)
         Connections.leaveCheckpointsToReplicator(settings.replication != nil)
         policy.replace(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
+        // An active account its uid may no longer read is its no more (and is not migrated below).
+        await services.switching.dropUnreadable(under: policy.current)
         let store = services.stores.current
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint
         if bundleChanged || settings.storeOptions != store.options {

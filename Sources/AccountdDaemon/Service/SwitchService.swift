@@ -35,6 +35,12 @@ final class SwitchService: Sendable {
         var opening: [UInt32: Opening] = [:]
         /// How many uids' first start-up attempt has not ended yet.
         var unsettled = 0
+        /// Per uid: who made its active account active, as the kernel reported that peer
+        /// (its groups, its user name), or for one made active before this start, the first
+        /// call of that uid that could read it; so that a reload, or a call from another
+        /// process of the uid, can tell whether it may still read it
+        /// (``SwitchService/dropUnreadable(under:)``, ``SwitchService/active(for:under:)``).
+        var switchers: [UInt32: PeerCredentials] = [:]
 
         /// The uids whose active account is `account`.
         func uids(of account: AccountName) -> [UInt32] {
@@ -98,7 +104,7 @@ final class SwitchService: Sendable {
     /// Passed one at a time by a switch saving `state.json` and setting the active account
     /// (the save on a pool thread), a removal's check, and a purge's erasure of its name, so
     /// the file always names the account that is active. A task waits there without a thread.
-    private let commits = SerialGate()
+    let commits = SerialGate()
 
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,
@@ -302,6 +308,8 @@ final class SwitchService: Sendable {
                 $0.active[uid] = account
                 $0.opening[uid] = nil
                 $0.lastUID = uid
+                // Who switched is noted by the dispatcher (``noteSwitcher(_:of:)``).
+                if previous != account { $0.switchers[uid] = nil }
             }
             $0.versions[account] = version
             // The account opened: whoever has it active has no failure of it to report.
@@ -313,24 +321,30 @@ final class SwitchService: Sendable {
         return (previous, true)
     }
 
-    /// Marks `account` as being removed, unless it is the active account of some uid.
+    /// Marks `account` as being removed, unless it is the active account of `caller`, the
+    /// uid asking for the removal (SPEC section 11: "the active account gets
+    /// `AccountActive`"; section 12: the active account is the caller's).
+    ///
+    /// Other uids' active account does not stop a removal: an admin may remove, or purge, an
+    /// account another person switched to (their grant may be gone; they may not switch
+    /// away). Once it is removed, ``releaseRemoved(_:)`` clears it as theirs.
     ///
     /// Together with the check in ``commit(_:version:mode:)``, made under the same
     /// ``commits`` gate, this decides every race between a removal and a switch to the
     /// same account: either the switch committed first and the removal is refused with
-    /// `AccountActive`, or the removal marked the account first and the switch fails with
+    /// `AccountActive` (the caller's switch) or goes on (another uid's, released after the
+    /// removal), or the removal marked the account first and the switch fails with
     /// `AccountNotFound`, leaving the previous account active.
     ///
-    /// - Throws: `AccountActive` when `account` is the active account of some uid.
-    func beginRemoval(_ account: AccountName) async throws {
+    /// - Throws: `AccountActive` when `account` is the active account of `caller`.
+    func beginRemoval(_ account: AccountName, caller: UInt32) async throws {
         try await commits.run { [self] in
             try state.withLock { state in
-                let uids = state.uids(of: account).sorted()
-                if !uids.isEmpty {
+                if state.active[caller] == account {
                     throw AccountdError(
                         .accountActive,
-                        "account \(account) is the active account of uid \(uids.map(String.init).joined(separator: ", uid ")) and cannot be removed; "
-                            + "that caller switches to another account first ('accountctl switch OTHER'), then remove it. The file was left untouched",
+                        "account \(account) is your active account (uid \(caller)) and cannot be removed; "
+                            + "switch to another account first ('accountctl switch OTHER'), then remove it. The file was left untouched",
                         account: account.rawValue, file: root.accountPath(account))
                 }
                 state.removing.insert(account)

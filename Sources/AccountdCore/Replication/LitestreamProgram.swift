@@ -92,6 +92,8 @@ public struct LitestreamProgram: Sendable {
     ///   or is stopped by shutdown; the child is gone by then.
     public func run(_ arguments: [String], within limit: Duration? = nil) async throws -> Run {
         let limit = limit.map { min($0, timeout) } ?? timeout
+        let command = "litestream " + (arguments.first ?? "")
+        if runs?.stopping == true { throw Self.stopped(command) }
         let enrolled = runs?.enrol()
         defer { if let enrolled { runs?.leave(enrolled.0) } }
         // Finding, starting and reaping the program are system calls that may take a moment:
@@ -115,18 +117,23 @@ public struct LitestreamProgram: Sendable {
                 return first
             }
         }
-        let command = "litestream " + (arguments.first ?? "")
         switch ending {
         case .ran(let run):
             return run
         case .deadline:
+            let bound = limit < timeout ? "a look at the replica, which moves no data, has \(Self.seconds(limit)) s at most" : "replication.litestream.commandTimeoutSeconds"
             throw AccountdError(
                 .storage,
-                "\(command) did not finish within \(Self.seconds(limit)) s and was stopped (replication.litestream.commandTimeoutSeconds): the replica's store does not answer, or answers too slowly. What it had begun was discarded; check the store (and its address), or raise the setting, then try again")
+                "\(command) did not finish within \(Self.seconds(limit)) s and was stopped (\(bound)): the replica's store does not answer, or answers too slowly. What it had begun was discarded; check the store (and its address), or raise the setting, then try again")
         case .stopped:
-            throw AccountdError(
-                .storage, "\(command) was stopped because accountd is shutting down; what it had begun was discarded. Try again once accountd is back")
+            throw Self.stopped(command)
         }
+    }
+
+    /// The error of a run that shutdown stopped, or refused to start.
+    private static func stopped(_ command: String) -> AccountdError {
+        AccountdError(
+            .storage, "\(command) was stopped because accountd is shutting down; what it had begun was discarded. Try again once accountd is back")
     }
 
     /// `duration` in seconds, as messages show it: `3`, `0.5`.

@@ -23,11 +23,11 @@ extension AccountdClient {
 
     /// Brings the file at `path` (read by the daemon: a `sqlite` or `sql` export, or an
     /// account file copied off a machine) back as the new account `account`; `rebind` takes a
-    /// file bound to another name.
+    /// file bound to another name, `overReplica` imports it even when the replica holds the account.
     ///
     /// - Throws: ``AccountdClientError``, e.g. `AccountExists`, `AccountCorrupt` (not a sound
     ///   file of this account), `AccountTooNew`, `AccountMoved`.
-    public func importFile(account: String, path: String, rebind: Bool = false) async throws -> ImportReply {
-        try await call(.importAccount(account: Self.account(account), path: path, rebind: rebind), as: ImportReply.self)
+    public func importFile(account: String, path: String, rebind: Bool = false, overReplica: Bool = false) async throws -> ImportReply {
+        try await call(.importAccount(account: Self.account(account), path: path, rebind: rebind, overReplica: overReplica), as: ImportReply.self)
     }
 }

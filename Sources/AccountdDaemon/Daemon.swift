@@ -27,6 +27,7 @@ public enum Daemon {
         defer { _ = lock }
         // Leftovers of exports that were interrupted by a crash (never through a link).
         do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        root.ensureTemporaryFolder()
         let bundle = try loadBundle(settings, logger: logger)
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))
         let pool = BlockingPool(threads: poolThreads)
@@ -78,7 +79,7 @@ public enum Daemon {
         guard let replicating = settings.replication else { return }
         let shown = replicating.replica.redact(replicating.replica.device)
         do {
-            let pulled = try await DevicePull(root: root, replica: replicating.replica, litestream: LitestreamProgram(executable: replicating.program))
+            let pulled = try await DevicePull(root: root, replica: replicating.replica, litestream: replicating.litestream())
                 .pullIfMissing(on: pool)
             if case .pulled(let txid) = pulled {
                 logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
@@ -188,6 +189,8 @@ public enum Daemon {
                 onStopping: {
                     guard stopping.tick() else { return }
                     systemd.stopping()
+                    // A pull or restore waiting for a store that does not answer ends now.
+                    services.replication.stopLitestream()
                     logger.notice("shutting down: no new connections; finishing the requests in progress")
                 })
         }

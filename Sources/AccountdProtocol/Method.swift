@@ -84,7 +84,7 @@ public enum Method: String, CaseIterable, Sendable {
         switch self {
         case .info, .ping, .watch, .metrics, .replication: []
         case .pull: ["account", "replica"]
-        case .importAccount: ["account", "path", "rebind"]
+        case .importAccount: ["account", "path", "rebind", "overReplica"]
         case .status: ["account"]
         case .list: ["details"]
         case .switchAccount: ["account", "create"]

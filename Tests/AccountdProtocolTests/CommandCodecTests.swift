@@ -21,6 +21,7 @@ struct CommandCodecTests {
     static let commands: [Command] = [
         .info, .ping, .watch, .metrics, .replication, .pull(account: alice), .pull(account: alice, replica: "s3://bucket/accountd/host-a?endpoint=http://127.0.0.1:8333"),
         .importAccount(account: alice, path: "/srv/exports/alice.sqlite"), .importAccount(account: bob, path: "/srv/alice.sql", rebind: true),
+        .importAccount(account: alice, path: "/srv/alice.sql", overReplica: true),
         .status(account: nil), .status(account: alice),
         .list(details: false), .list(details: true),
         .switchAccount(account: alice, create: true), .switchAccount(account: bob, create: false),

@@ -7,7 +7,7 @@ import GRDB
 /// without the schema and is refused (``ImportSource``).
 ///
 /// The file is read under ``ImportSource``'s rules, copied (or, for SQL, replayed by
-/// ``SQLReplay``) into a staging file in `accounts/` (`.<account>.sqlite.importing`), and
+/// ``SQLReplay``) into a staging file in the data root's `tmp/` without the account's lock, and
 /// the copy is checked like a pulled file: accountd's `application_id` and records, bound
 /// to this account (a file bound to another name only with `rebind`, which rewrites the
 /// binding in the copy), at a version the caller accepts, whole by `PRAGMA integrity_check`.
@@ -39,20 +39,101 @@ public struct AccountImport: Sendable {
             account: account.rawValue, file: source)
     }
 
-    /// Imports `path` as `account`. Blocking: it copies and scans the file.
+    /// An import built and checked, not yet in place: ``stage(_:as:rebind:caller:)`` makes it
+    /// without the account's lock, ``install(_:accept:)`` links it into place under it, and
+    /// ``discard(_:)`` removes it whatever happened.
+    public struct Staged: Sendable {
+        public var account: AccountName
+        /// The built file, in the data root's `tmp/` (`import-<account>-<uuid>.sqlite`).
+        public var path: String
+        /// The source file, for messages.
+        public var source: String
+        public var version: Int
+        public var lastCompatibleVersion: Int
+        public var rows: Int64
+        public var format: ImportSource.Format
+    }
+
+    /// The prefix of the files imports build in `tmp/`; the daemon clears those a crash left
+    /// when it starts (``DataRoot/clearStagedExports()``).
+    public static let stagingPrefix = "import-"
+
+    /// Imports `path` as `account`: ``stage(_:as:rebind:caller:)`` then ``install(_:accept:)``.
+    /// Blocking: it copies and scans the file.
     ///
     /// - Parameters:
     ///   - rebind: take a file bound to another account name, binding the copy to `account`.
     ///   - caller: who asked (``ImportSource/Caller``); nil skips the permission check.
     ///   - accept: decides whether the file's version may be used here; it throws (e.g.
     ///     `accountTooNew`) to refuse it.
-    /// - Throws: ``AccountdError``: `accountExists` when the account has a file here,
-    ///   `accountCorrupt` when the file is not a sound account file of this account (or is a
-    ///   `jsonl` export), `storage` when the path breaks a rule of ``ImportSource`` or the disk fails.
+    /// - Throws: what ``stage(_:as:rebind:caller:)`` and ``install(_:accept:)`` throw.
     public func importFile(
         _ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?,
         accept: (_ version: Int, _ lastCompatible: Int) throws -> Void = { _, _ in }
     ) throws -> Outcome {
+        let staged = try stage(path, as: account, rebind: rebind, caller: caller)
+        defer { discard(staged) }
+        return try install(staged, accept: accept)
+    }
+
+    /// Builds the account file from `path` in the data root's `tmp/` and checks it, without
+    /// touching `accounts/`: the long part of an import (a copy, or the replay of an `sql`
+    /// export in one transaction), which needs no lock of the account. Blocking.
+    ///
+    /// - Throws: ``AccountdError``: `accountExists` when the account has a file here already
+    ///   (checked again by ``install(_:accept:)``), `accountCorrupt` when the file is not a sound
+    ///   account file of this account (or is a `jsonl` export), `storage` when the path breaks a
+    ///   rule of ``ImportSource`` or the disk fails. Nothing is left in `tmp/` then.
+    public func stage(_ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?) throws -> Staged {
+        try refuseExisting(account)
+        let source = try ImportSource(path: path, account: account, root: root, caller: caller)
+        try FileSystem.ensureDirectory(root.temporaryDirectory)
+        let temp = root.temporaryDirectory + "/" + Self.stagingPrefix + account.rawValue + "-" + UUID().uuidString + ".sqlite"
+        do {
+            switch source.format {
+            case .sqlite: try source.copy(to: temp)
+            case .sql:
+                // Made 0600 first (exclusively, not through a link): SQLite would create it with its own mode.
+                try FileSystem.createExclusive(temp)
+                try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path) }
+            }
+            let (version, lastCompatible, rows) = try prepare(temp, account: account, rebind: rebind, source: path)
+            for suffix in ["-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(temp + suffix) }
+            try FileSystem.fsyncFile(temp)
+            return Staged(
+                account: account, path: temp, source: path, version: version, lastCompatibleVersion: lastCompatible, rows: rows, format: source.format)
+        } catch {
+            try? FileSystem.removeWithCompanions(temp)
+            throw error
+        }
+    }
+
+    /// Links a staged import into place as the account's file, under the account's lock (the
+    /// caller's): the account is checked to have no file still, the version accepted, and the
+    /// file linked with `link()`, which never replaces one. Blocking, and short.
+    ///
+    /// - Throws: `accountExists` when the account got a file meanwhile; what `accept` throws;
+    ///   `storage`. Nothing is changed then, and ``discard(_:)`` removes the staged file.
+    public func install(_ staged: Staged, accept: (_ version: Int, _ lastCompatible: Int) throws -> Void = { _, _ in }) throws -> Outcome {
+        let account = staged.account
+        try refuseExisting(account)
+        try accept(staged.version, staged.lastCompatibleVersion)
+        let target = root.accountPath(account)
+        guard try FileSystem.linkIntoPlace(staged.path, at: target) else {
+            throw AccountdError(
+                .accountExists, "account \(account) was created here while it was being imported; nothing was replaced",
+                account: account.rawValue, file: target)
+        }
+        return Outcome(account: account, version: staged.version, rows: staged.rows, format: staged.format)
+    }
+
+    /// Removes what ``stage(_:as:rebind:caller:)`` built, if it is still there. Blocking.
+    public func discard(_ staged: Staged) {
+        try? FileSystem.removeWithCompanions(staged.path)
+    }
+
+    /// Refuses an account that has a file here: an import never replaces one.
+    private func refuseExisting(_ account: AccountName) throws {
         let target = root.accountPath(account)
         guard FileSystem.entry(at: target) == .missing else {
             throw AccountdError(
@@ -61,26 +142,6 @@ public struct AccountImport: Sendable {
                     + "Import under a new name (with --rebind), or remove the account first",
                 account: account.rawValue, file: target)
         }
-        let source = try ImportSource(path: path, account: account, root: root, caller: caller)
-        let temp = root.stagingPath(account, .importing)
-        try root.clearStaging(account, .importing)
-        defer { try? root.clearStaging(account, .importing) }
-        switch source.format {
-        case .sqlite: try source.copy(to: temp)
-        case .sql:
-            // Made 0600 first (exclusively, not through a link): SQLite would create it with its own mode.
-            try FileSystem.createExclusive(temp)
-            try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path) }
-        }
-        let (version, lastCompatible, rows) = try prepare(temp, account: account, rebind: rebind, source: path)
-        try accept(version, lastCompatible)
-        for suffix in ["-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(temp + suffix) }
-        guard try FileSystem.linkIntoPlace(temp, at: target) else {
-            throw AccountdError(
-                .accountExists, "account \(account) was created here while it was being imported; nothing was replaced",
-                account: account.rawValue, file: target)
-        }
-        return Outcome(account: account, version: version, rows: rows, format: source.format)
     }
 
     /// Checks the staged copy, binds it to `account` if asked, drops Litestream's tables and

@@ -29,11 +29,14 @@ public struct ReplicaCommand: Sendable {
     ///   - command: the subcommand, `restore` or `ltx`.
     ///   - options: its options, which go before the database.
     ///   - blocking: where the configuration file is written and removed.
-    public func run(_ command: String, _ options: [String], source: String, on blocking: some BlockingRunner) async throws -> LitestreamProgram.Run {
+    ///   - limit: a deadline shorter than the program's own (``LitestreamProgram/timeout``), if any.
+    public func run(
+        _ command: String, _ options: [String], source: String, within limit: Duration? = nil, on blocking: some BlockingRunner
+    ) async throws -> LitestreamProgram.Run {
         let name = try await blocking.run { [root] in try Self.writeConfiguration(source, in: root) }
         let run: LitestreamProgram.Run
         do {
-            run = try await litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"])
+            run = try await litestream.run([command, "-config", name + ".yml", "-no-expand-env"] + options + [name + ".sqlite"], within: limit)
         } catch {
             _ = try? await blocking.run { unlink(name + ".yml") }
             throw error
@@ -65,19 +68,26 @@ public struct ReplicaCommand: Sendable {
     }
 
     /// What the replica database at `source` holds: Litestream's files at every level
-    /// (`litestream ltx -level all -json`); empty when it holds nothing.
+    /// (`litestream ltx -level all -json`); empty when it holds nothing. Bounded by
+    /// ``LitestreamProgram/listingTimeout`` or the program's own deadline, whichever is shorter.
     ///
     /// - Throws: `storage` when Litestream cannot read the replica (its words, with any
-    ///   password masked by `redact`).
+    ///   password masked by `redact`), does not answer by the deadline, or prints something
+    ///   other than its list: an answer that cannot be read is never taken as an empty replica.
     public func files(source: String, redact: (String) -> String, on blocking: some BlockingRunner) async throws -> [File] {
-        let run = try await run("ltx", ["-level", "all", "-json"], source: source, on: blocking)
+        let run = try await run("ltx", ["-level", "all", "-json"], source: source, within: LitestreamProgram.listingTimeout, on: blocking)
         guard run.status == 0 else {
             throw AccountdError(
                 .storage,
                 "litestream could not list the replica \(redact(source)) (exit status \(run.status)): \(redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines)))",
                 file: redact(source))
         }
-        let list = (try? JSONParser.parse(run.output))?.arrayValue ?? []
+        guard let list = (try? JSONParser.parse(run.output))?.arrayValue else {
+            throw AccountdError(
+                .storage,
+                "litestream listed the replica \(redact(source)) with an answer accountd cannot read (not a JSON list): \(redact(String(run.output.prefix(200))))",
+                file: redact(source))
+        }
         return list.compactMap(File.init)
     }
 

@@ -54,12 +54,15 @@ public struct ReplicaTimeTravel: Sendable {
         let root = self.root
         try await blocking.run { try root.clearStaging(account, .rewinding) }
         do {
-            let timestamp = LitestreamTime.format(at)
-            let plan = try await command.run("restore", ["-dry-run", "-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
-            guard plan.status == 0, let parsed = try? JSONParser.parse(plan.output) else {
-                throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking)
+            var timestamp = LitestreamTime.format(at)
+            var plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
+            if plan.parsed == nil, let earliest = try await earliestTime(source: source, on: blocking), at >= earliest, at < earliest.addingTimeInterval(1) {
+                // Litestream records times to the second: a time within the history's first
+                // second gets the earliest state, whose time is that second (the one a refusal names).
+                timestamp = LitestreamTime.format(earliest.addingTimeInterval(1))
+                plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
             }
-            let files = (parsed["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
+            let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
             guard let stateTime = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
             try await blocking.run { try root.clearStaging(account, .rewinding) }
             let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
@@ -88,23 +91,40 @@ public struct ReplicaTimeTravel: Sendable {
         try? root.clearStaging(account, .rewinding)
     }
 
+    /// Litestream's dry run of a restore at `timestamp`: its JSON (nil when it refused: a time
+    /// before the history, nothing in the replica, a store it cannot read) and its errors.
+    private func dryRun(
+        _ timestamp: String, source: String, into temp: String, on blocking: some BlockingRunner
+    ) async throws -> (parsed: JSONValue?, errors: String) {
+        let plan = try await command.run(
+            "restore", ["-dry-run", "-json", "-timestamp", timestamp, "-o", temp], source: source, within: LitestreamProgram.listingTimeout, on: blocking)
+        return (plan.status == 0 ? try? JSONParser.parse(plan.output) : nil, plan.errors)
+    }
+
+    /// The earliest time the replica can give `account` at, to the second as Litestream
+    /// records it (the whole second its first full state was written in); nil when the
+    /// replica holds nothing for it.
+    ///
+    /// A state can be rebuilt from a file that begins at the first transaction (a snapshot or
+    /// a compaction from the start); Litestream prints its times cut to the second, which is
+    /// also the time a restore reports (``Fetched/at``).
+    private func earliestTime(source: String, on blocking: some BlockingRunner) async throws -> Date? {
+        let files = try await command.files(source: source, redact: replica.redact, on: blocking)
+        let starts = files.filter { UInt64($0.minTXID, radix: 16) == 1 }
+        return (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
+    }
+
     /// Why Litestream could not restore `account` at `at`: before the replica's history (with
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
     private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        let files = try await command.files(source: source, redact: replica.redact, on: blocking)
-        guard !files.isEmpty else {
+        guard let earliest = try await earliestTime(source: source, on: blocking) else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
                 account: account.rawValue, file: shown)
         }
-        // A state can be rebuilt from a file that begins at the first transaction (a snapshot
-        // or a compaction from the start). Litestream prints its times to the second: the
-        // earliest time offered is the next whole second, which is surely after it.
-        let starts = files.filter { UInt64($0.minTXID, radix: 16) == 1 }
-        let earliest = (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 + 1).rounded(.down)) }
         let asked = LitestreamTime.format(at)
-        if let earliest, at < earliest {
+        if at < earliest {
             let text = LitestreamTime.format(earliest)
             return AccountdError(
                 .snapshotNotFound,

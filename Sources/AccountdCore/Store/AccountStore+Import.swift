@@ -20,4 +20,32 @@ extension AccountStore {
             }
         }
     }
+
+    /// The long part of an import, without the account's lock: the file is built and checked
+    /// in `tmp/` (``AccountImport/stage(_:as:rebind:caller:)``). An account handed off from
+    /// this host is refused first (`accountMoved`: pull it back instead). Then
+    /// ``installImport(_:holding:)`` under the account's hold, and ``AccountImport/discard(_:)``
+    /// whatever happened. Blocking.
+    ///
+    /// - Throws: what ``AccountImport/stage(_:as:rebind:caller:)`` throws, `accountMoved`.
+    public func stageImport(_ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?) throws -> AccountImport.Staged {
+        try root.refuseHandedOff(account)
+        return try AccountImport(root: root).stage(path, as: account, rebind: rebind, caller: caller)
+    }
+
+    /// Links a staged import into place under the account's lock
+    /// (``AccountImport/install(_:accept:)``), refusing a file at a version this bundle cannot
+    /// read (`accountTooNew`) and an account handed off from this host (`accountMoved`). Blocking, and short.
+    ///
+    /// - Parameter hold: the account's hold, taken before.
+    /// - Throws: what ``AccountImport/install(_:accept:)`` throws, `accountTooNew`, `accountMoved`, `accountBusy`.
+    public func installImport(_ staged: AccountImport.Staged, holding hold: AccountHold) throws -> AccountImport.Outcome {
+        try underLock(staged.account, holding: hold) {
+            known.withLock { $0[staged.account] = nil }
+            return try AccountImport(root: root).install(staged) { version, lastCompatible in
+                let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
+                guard isUsable(facts) else { throw tooNew(staged.account, facts) }
+            }
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import AccountdProtocol
+import Foundation
 
 extension DataRoot {
     /// `accounts/`, opened without following a link; nil when it is missing.
@@ -48,7 +49,15 @@ extension DataRoot {
         for suffix in ["", "-wal", "-shm", "-journal"] { try accounts.remove(name + suffix) }
     }
 
-    /// Removes the copies that exports staged in `tmp/` (`export-*`) and a crash left behind,
+    /// Makes `tmp/` (0700) when it is missing, at start, so that an import (which builds its
+    /// file there) leaves the data root as it found it when it is refused. Whatever else is
+    /// at that name (a link) is left alone: the operations that stage there refuse it.
+    public func ensureTemporaryFolder() {
+        if folder.entry("tmp") == .missing { _ = mkdir(temporaryDirectory, 0o700) }
+    }
+
+    /// Removes the copies that exports and imports staged in `tmp/` (`export-*`, `import-*`)
+    /// and a crash left behind,
     /// through the folder's descriptor: a `tmp` that is a link is left alone, never followed.
     ///
     /// - Returns: how many were removed.
@@ -57,7 +66,7 @@ extension DataRoot {
     @discardableResult
     public func clearStagedExports() throws -> Int {
         guard let temporary = try folder.subfolder("tmp") else { return 0 }
-        let staged = temporary.names().filter { $0.hasPrefix("export-") }
+        let staged = temporary.names().filter { $0.hasPrefix("export-") || $0.hasPrefix(AccountImport.stagingPrefix) }
         for name in staged { try temporary.remove(name) }
         return staged.count
     }

@@ -50,10 +50,15 @@ public struct ReplicationSettings: Sendable, Equatable {
     public var tuning: Tuning
     /// What creating an account the replica holds does.
     public var onCreate: OnCreate
+    /// How long one run of Litestream (a pull, a restore, a look at the replica) may take
+    /// before it is killed and the operation fails, changing nothing
+    /// (`replication.litestream.commandTimeoutSeconds`, default 600); a listing of the replica
+    /// is bounded by 30 s at most (``LitestreamProgram/listingTimeout``).
+    public var commandTimeoutSeconds: Double
 
     public init(
         replica: ReplicaURL, syncIntervalSeconds: Double = 1, configPath: String, program: String = "litestream", tuning: Tuning = Tuning(),
-        onCreate: OnCreate = .refuse
+        onCreate: OnCreate = .refuse, commandTimeoutSeconds: Double = 600
     ) {
         self.replica = replica
         self.syncIntervalSeconds = syncIntervalSeconds
@@ -61,6 +66,13 @@ public struct ReplicationSettings: Sendable, Equatable {
         self.program = program
         self.tuning = tuning
         self.onCreate = onCreate
+        self.commandTimeoutSeconds = commandTimeoutSeconds
+    }
+
+    /// The `litestream` program with these settings' deadline, its runs enrolled in `runs`
+    /// (which the daemon's shutdown stops).
+    public func litestream(runs: LitestreamRuns? = nil) -> LitestreamProgram {
+        LitestreamProgram(executable: program, timeout: .milliseconds(Int64((commandTimeoutSeconds * 1000).rounded())), runs: runs)
     }
 
     /// Litestream's control socket, which the written configuration turns on: `litestream.sock`

@@ -27,6 +27,7 @@ enum SettingKeys {
         "replication.litestream.config", "replication.litestream.program",
         "replication.litestream.retentionHours", "replication.litestream.snapshotIntervalHours",
         "replication.litestream.metricsAddress", "replication.litestream.onCreate",
+        "replication.litestream.commandTimeoutSeconds",
     ]
 
     /// The section whose keys are names of the operator's choosing (see ``NamespaceConfig``).

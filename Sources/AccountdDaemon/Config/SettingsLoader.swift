@@ -155,6 +155,7 @@ public struct SettingsLoader: Sendable {
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
             "replication.litestream.onCreate": .init(.string("refuse"), isSecret: false),
+            "replication.litestream.commandTimeoutSeconds": .init(.double(600), isSecret: false),
         ]
     }
 
@@ -239,7 +240,8 @@ public struct SettingsLoader: Sendable {
         return ReplicationSettings(
             replica: ReplicaURL(base: replica), syncIntervalSeconds: interval,
             configPath: absolute(reader.optionalString("replication.litestream.config") ?? configDefault),
-            program: try reader.string("replication.litestream.program"), tuning: tuning, onCreate: onCreate)
+            program: try reader.string("replication.litestream.program"), tuning: tuning, onCreate: onCreate,
+            commandTimeoutSeconds: try reader.seconds("replication.litestream.commandTimeoutSeconds", Self.commandTimeoutRange))
     }
 
     /// `replication.litestream.retentionHours`, `snapshotIntervalHours` and `metricsAddress`:
@@ -269,6 +271,8 @@ public struct SettingsLoader: Sendable {
     static let syncIntervalRange: ClosedRange<Double> = 0.001...3600
     /// `replication.litestream.retentionHours` and `snapshotIntervalHours`: a minute to ten years.
     static let litestreamHoursRange: ClosedRange<Double> = (1.0 / 60)...87_600
+    /// `replication.litestream.commandTimeoutSeconds`: 0.1 s to a day.
+    static let commandTimeoutRange: ClosedRange<Double> = 0.1...86_400
     /// `limits.idleTimeoutSeconds`: 0 (never) to a week.
     static let idleTimeoutRange: ClosedRange<Double> = 0...604_800
 

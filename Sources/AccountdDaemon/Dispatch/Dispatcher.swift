@@ -157,8 +157,10 @@ struct Dispatcher: Sendable {
             return task(call, writer) { _ in Reply(try await services.maintenance.replication(include: readable(by: call.peer))) }
         case .pull(let account, let replica):
             return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica)) }
-        case .importAccount(let account, let path, let rebind):
-            return task(call, writer) { _ in Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)) }
+        case .importAccount(let account, let path, let rebind, let overReplica):
+            return task(call, writer) { _ in
+                Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer))
+            }
         case .query(let account, let statement, let maxRows):
             return task(call, writer) { replies in
                 try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)

@@ -208,17 +208,32 @@ struct MaintenanceService: Sendable {
         return PullReply(account: account.rawValue, version: outcome.version, sizeBytes: outcome.sizeBytes, txid: outcome.txid)
     }
 
-    /// Imports the file at `path` as the new account `account` (`Import`), under its lock; the
-    /// next switch opens or migrates it.
+    /// Imports the file at `path` as the new account `account` (`Import`); the next switch
+    /// opens or migrates it.
     ///
-    /// - Throws: `AccountExists`, `AccountCorrupt`, `AccountTooNew`, `AccountMoved`,
-    ///   `AccountBusy` or a storage error (a path the import does not read).
-    func importFile(_ account: AccountName, path: String, rebind: Bool, caller: PeerCredentials) async throws -> ImportReply {
-        let store = stores.current
+    /// The file is built and checked in `tmp/` on a pool thread without the account's lock
+    /// (a large `sql` export takes a while); the lock is taken only to ask the replica
+    /// (``ReplicationService/beforeImporting(_:overReplica:store:on:)``), check the account
+    /// still has no file, and link the built file into place.
+    ///
+    /// - Throws: `AccountExists` (here, or in the replica without `overReplica`),
+    ///   `AccountCorrupt`, `AccountTooNew`, `AccountMoved`, `AccountBusy` or a storage error
+    ///   (a path the import does not read, a replica that cannot be asked).
+    func importFile(_ account: AccountName, path: String, rebind: Bool, overReplica: Bool = false, caller: PeerCredentials) async throws -> ImportReply {
+        let (store, replication) = (stores.current, replication)
         let who = ImportSource.Caller(uid: caller.uid, gid: caller.gid, groups: caller.groups)
-        let outcome = try await store.withHold(account) { hold in
-            try await pool.run { try store.importFile(path, as: account, rebind: rebind, caller: who, holding: hold) }
+        let staged = try await pool.run { try store.stageImport(path, as: account, rebind: rebind, caller: who) }
+        let outcome: AccountImport.Outcome
+        do {
+            outcome = try await store.withHold(account) { hold in
+                try await replication.beforeImporting(account, overReplica: overReplica, store: store, on: pool)
+                return try await pool.run { try store.installImport(staged, holding: hold) }
+            }
+        } catch {
+            _ = try? await pool.run { AccountImport(root: store.root).discard(staged) }
+            throw error
         }
+        _ = try? await pool.run { AccountImport(root: store.root).discard(staged) }
         logger.notice(
             "account \(account) imported from \(path) (\(outcome.format.rawValue), version \(outcome.version), \(outcome.rows) rows) by uid \(caller.uid)",
             metadata: ["account": "\(account)"])

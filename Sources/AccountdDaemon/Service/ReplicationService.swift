@@ -17,12 +17,26 @@ struct ReplicationService: Sendable {
     let logger: Logger
     /// Litestream's status, shared by every `Replication` caller.
     let statusCache: LitestreamStatusCache
+    /// The `litestream` children running for this daemon (pulls, restores, looks at the
+    /// replica), which shutdown stops at once (``stopLitestream()``).
+    let runs: LitestreamRuns
 
-    init(settings: ReplicationSettings?, root: DataRoot, logger: Logger, statusCache: LitestreamStatusCache = LitestreamStatusCache()) {
+    init(
+        settings: ReplicationSettings?, root: DataRoot, logger: Logger, statusCache: LitestreamStatusCache = LitestreamStatusCache(),
+        runs: LitestreamRuns = LitestreamRuns()
+    ) {
         self.settings = Reloadable(settings)
         self.root = root
         self.logger = logger
         self.statusCache = statusCache
+        self.runs = runs
+    }
+
+    /// At shutdown: kills every `litestream` child in progress (its operation fails, changing
+    /// nothing) and refuses new ones, so that a store that does not answer cannot hold the
+    /// daemon's stop.
+    func stopLitestream() {
+        runs.stopAll()
     }
 
     /// Replication off, for tests and tools that build the daemon's parts by hand.
@@ -178,7 +192,7 @@ struct ReplicationService: Sendable {
                 .invalidRequest,
                 "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to restore from; restore a snapshot instead")
         }
-        return ReplicaTimeTravel(root: root, replica: current.replica, litestream: LitestreamProgram(executable: current.program))
+        return ReplicaTimeTravel(root: root, replica: current.replica, litestream: current.litestream(runs: runs))
     }
 
     /// How far behind an account may be before it is `behind`: Litestream reads the WAL every
@@ -208,6 +222,6 @@ struct ReplicationService: Sendable {
                 .invalidRequest, "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to pull from")
         }
         return ReplicaPull(
-            root: root, replica: replica.map { ReplicaURL(base: $0) } ?? current.replica, litestream: LitestreamProgram(executable: current.program))
+            root: root, replica: replica.map { ReplicaURL(base: $0) } ?? current.replica, litestream: current.litestream(runs: runs))
     }
 }

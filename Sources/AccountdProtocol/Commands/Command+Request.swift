@@ -26,7 +26,9 @@ extension Command {
             guard path.hasPrefix("/"), path.utf8.count <= 4096, !path.utf8.contains(0) else {
                 throw .invalidParameter("path", "\"path\" must be an absolute path (beginning with /) of at most 4096 bytes, read by the daemon")
             }
-            self = .importAccount(account: try parameters.requiredAccount(), path: path, rebind: try parameters.bool("rebind") ?? false)
+            self = .importAccount(
+                account: try parameters.requiredAccount(), path: path, rebind: try parameters.bool("rebind") ?? false,
+                overReplica: try parameters.bool("overReplica") ?? false)
         case .status: self = .status(account: try parameters.account())
         case .list: self = .list(details: try parameters.bool("details") ?? false)
         case .switchAccount:
@@ -104,10 +106,11 @@ extension Command {
         case .pull(let name, let replica):
             account(name)
             if let replica { pairs.append(("replica", .string(replica))) }
-        case .importAccount(let name, let path, let rebind):
+        case .importAccount(let name, let path, let rebind, let overReplica):
             account(name)
             pairs.append(("path", .string(path)))
             if rebind { pairs.append(("rebind", true)) }
+            if overReplica { pairs.append(("overReplica", true)) }
         case .status(let name): account(name)
         case .list(let details): if details { pairs.append(("details", true)) }
         case .switchAccount(let name, let create):

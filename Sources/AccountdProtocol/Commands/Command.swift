@@ -56,8 +56,10 @@ public enum Command: Sendable, Hashable {
     /// `Pull`: bring an account from the Litestream replica, or from `replica` (another base
     /// URL, the old host's); refused when it exists here.
     case pull(account: AccountName, replica: String? = nil)
-    /// `Import`: bring an exported or copied-off file back as a new account.
-    case importAccount(account: AccountName, path: String, rebind: Bool = false)
+    /// `Import`: bring an exported or copied-off file back as a new account; `overReplica`
+    /// imports it even when the replica holds the account (the import then becomes the
+    /// replica's newest state).
+    case importAccount(account: AccountName, path: String, rebind: Bool = false, overReplica: Bool = false)
     /// `Query`: one read-only statement on an account's own tables; nil `maxRows` for the daemon's limit.
     case query(account: AccountName?, statement: SQLStatement, maxRows: Int?)
     /// `Execute`: statements that write an account's own tables, in one durable transaction.

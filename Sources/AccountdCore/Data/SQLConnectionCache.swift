@@ -72,7 +72,23 @@ public final class SQLConnectionCache: Sendable {
         }
     }
 
-    /// Takes back a connection from ``take(_:path:readOnly:)``; it stays open for the next
+    /// An idle connection to `account`'s file at `path`, or nil when none is idle: never opens
+    /// one and closes none, so a caller that may not wait can ask (the `lstat` of `path` aside). Give it back
+    /// with ``giveBack(_:account:broken:)``.
+    public func takeIdle(_ account: AccountName, path: String, readOnly: Bool) -> SQLConnection? {
+        let key = Key(account: account, readOnly: readOnly)
+        guard let current = FileIdentity(path: path) else { return nil }
+        return state.withLock { state -> SQLConnection? in
+            // A connection to a replaced file is left for `take`, which closes it (closing may wait).
+            guard let connection = state.idle[key]?.last, connection.identity == current else { return nil }
+            state.idle[key]?.removeLast()
+            state.count -= 1
+            state.inUse[account, default: 0] += 1
+            return connection
+        }
+    }
+
+    /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:path:readOnly:)``; it stays open for the next
     /// request unless its account was closed meanwhile or `broken` (then it is closed).
     public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
         connection.finish()

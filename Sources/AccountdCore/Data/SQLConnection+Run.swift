@@ -33,7 +33,12 @@ extension SQLConnection {
             default:
                 done = true
                 if connection.interruption == .stopped { throw SQLStopped() }
-                if connection.interruption == .overBudget || (connection.bounded && code & 0xFF == SQLITE_BUSY) { throw SQLOverBudget() }
+                if connection.interruption == .overBudget {
+                    // It will likely need more again: the next ones run where they may wait from the start.
+                    connection.ranOverBudget(sql)
+                    throw SQLOverBudget()
+                }
+                if connection.bounded && code & 0xFF == SQLITE_BUSY { throw SQLOverBudget() }
                 throw connection.failure(code, statement: sql)
             }
         }

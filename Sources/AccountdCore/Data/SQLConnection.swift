@@ -234,6 +234,9 @@ public final class SQLConnection: @unchecked Sendable {
     /// Whether `sql` is compiled on this connection already, with steps that are each bounded.
     func isCompiledWithBoundedSteps(_ sql: String) -> Bool { compiled[sql]?.stepsAreBounded == true }
 
+    /// Notes that `sql` ran out of a bounded use's steps: it is not run bounded again on this connection.
+    func ranOverBudget(_ sql: String) { compiled[sql]?.stepsAreBounded = false }
+
     /// Opcodes one step of which may walk a whole table or leave SQLite: `count(*)` counts a
     /// table's b-tree in one step, `PRAGMA integrity_check` reads the file in one, and a
     /// virtual table (`json_each`, `pragma_table_info`, FTS) runs its own code in each step.

@@ -14,9 +14,12 @@ import Testing
         let daemon = try DataCalls.daemonWithAlice(dir, environment: ["ACCOUNTD_LIMITS_QUERY_TIMEOUT_MS": "20000"])
         let client = try daemon.client()
         try #require(try client.callOne("switch bob").error == nil)
-        // The first read compiles the statement on a pool thread and leaves its connection idle.
-        let first = try client.callOne(DataCalls.query("alice", Self.point, [1]))
-        #expect(first.parameters["rows"] == [["ann"]], "\(first.parameters)")
+        // The first read compiles the statement on a pool thread and leaves its connection idle;
+        // the next ones run at once, and stay within the bound however many ran before them.
+        for round in 0..<300 {
+            let read = try client.callOne(DataCalls.query("alice", Self.point, [JSONValue(round % 2 + 1)]))
+            #expect(read.parameters["rows"] == [[JSONValue.string(round % 2 == 0 ? "ann" : "ben")]], "\(read.parameters)")
+        }
 
         // More statements on bob than the daemon has pool threads (16 on two cores), each for 20 s.
         var busy: [RawClient] = []

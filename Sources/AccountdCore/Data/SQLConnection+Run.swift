@@ -72,6 +72,9 @@ extension SQLConnection {
         guard isCompiledWithBoundedSteps(statement.sql) else { return nil }
         begin(deadline: nil, stop: nil, bounded: true)
         let compiled = try compile(statement.sql, mode: .query)
+        // SQLite calls the progress handler each time the statement's step count, kept across
+        // its runs, passes a multiple of `progressSteps`: counted from zero, the bound is whole.
+        sqlite3_stmt_status(compiled.handle, SQLITE_STMTSTATUS_VM_STEP, 1)
         try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
         guardState.reset(.query)
         return Cursor(connection: self, statement: compiled.handle, sql: statement.sql)

@@ -72,12 +72,15 @@ public final class SQLConnectionCache: Sendable {
         }
     }
 
-    /// An idle connection to `account`'s file at `path`, or nil when none is idle: never opens
-    /// one and closes none, so a caller that may not wait can ask (the `lstat` of `path` aside). Give it back
-    /// with ``giveBack(_:account:broken:)``.
-    public func takeIdle(_ account: AccountName, path: String, readOnly: Bool) -> SQLConnection? {
+    /// An idle connection to `account`'s file at `path`, or nil when none is idle or the file
+    /// is not the one found usable under a bundle at `target` (``isChecked(_:target:path:)``):
+    /// never opens a connection and closes none, so a caller that may not wait can ask (one
+    /// `lstat` of `path`). Give it back with ``giveBack(_:account:broken:)``.
+    public func takeIdle(_ account: AccountName, checkedUnder target: Int, path: String, readOnly: Bool) -> SQLConnection? {
         let key = Key(account: account, readOnly: readOnly)
-        guard let current = FileIdentity(path: path) else { return nil }
+        guard let current = FileIdentity(path: path),
+            checked.withLock({ $0[account].map { $0.target == target && $0.identity == current } ?? false })
+        else { return nil }
         return state.withLock { state -> SQLConnection? in
             // A connection to a replaced file is left for `take`, which closes it (closing may wait).
             guard let connection = state.idle[key]?.last, connection.identity == current else { return nil }
@@ -88,7 +91,7 @@ public final class SQLConnectionCache: Sendable {
         }
     }
 
-    /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:path:readOnly:)``; it stays open for the next
+    /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:checkedUnder:path:readOnly:)``; it stays open for the next
     /// request unless its account was closed meanwhile or `broken` (then it is closed).
     public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
         connection.finish()

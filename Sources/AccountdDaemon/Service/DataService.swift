@@ -133,7 +133,7 @@ final class DataService: Sendable {
     /// thread, when it cannot make the loop wait: nil, with nothing run, when it must go to the
     /// pool (``query(_:_:sink:)``) instead.
     ///
-    /// It runs only on a file found usable under this bundle already (``SQLConnectionCache/isChecked(_:target:path:)``),
+    /// It runs only on a file found usable under this bundle already (``SQLConnectionCache/takeIdle(_:checkedUnder:path:readOnly:)``),
     /// on a read-only connection that is idle (none is opened here) and has compiled the
     /// statement before (none is compiled here), for at most ``SQLConnection/progressSteps``
     /// virtual machine steps and without waiting for a lock (``SQLConnection/queryAtOnce(_:)``).
@@ -151,9 +151,7 @@ final class DataService: Sendable {
         } catch {
             return nil  // the pool path refuses it, with the same error
         }
-        guard connections.isChecked(account, target: store.targetVersion, path: path),
-            let connection = connections.takeIdle(account, path: path, readOnly: true)
-        else { return nil }
+        guard let connection = connections.takeIdle(account, checkedUnder: store.targetVersion, path: path, readOnly: true) else { return nil }
         var broken = false
         defer { connections.giveBack(connection, account: account, broken: broken) }
         do {

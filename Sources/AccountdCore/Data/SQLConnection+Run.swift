@@ -33,6 +33,12 @@ extension SQLConnection {
             default:
                 done = true
                 if connection.interruption == .stopped { throw SQLStopped() }
+                if connection.interruption == .overBudget {
+                    // It will likely need more again: the next ones run where they may wait from the start.
+                    connection.ranOverBudget(sql)
+                    throw SQLOverBudget()
+                }
+                if connection.bounded && code & 0xFF == SQLITE_BUSY { throw SQLOverBudget() }
                 throw connection.failure(code, statement: sql)
             }
         }
@@ -47,6 +53,28 @@ extension SQLConnection {
     public func query(_ statement: SQLStatement, deadline: ContinuousClock.Instant?, stop: SQLStop?) throws(ProtocolError) -> Cursor {
         begin(deadline: deadline, stop: stop)
         let compiled = try compile(statement.sql, mode: .query)
+        try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+        guardState.reset(.query)
+        return Cursor(connection: self, statement: compiled.handle, sql: statement.sql)
+    }
+
+    /// A cursor over `statement` for a caller that may not wait (an event loop), or nil when
+    /// this connection has not compiled `statement` before (compiling is left to a thread
+    /// that may wait) or when one step of it may do unbounded work (``stepsAreBounded(_:)``).
+    ///
+    /// The statement runs at most ``SQLConnection/progressSteps`` virtual machine steps, and
+    /// takes only locks it can have at once (no busy timeout); past either, its cursor throws
+    /// ``SQLOverBudget`` and the caller runs the statement again where it may wait. ``finish()``
+    /// ends the bound.
+    ///
+    /// - Throws: `StatementNotAllowed`, `InvalidParameter`, as ``query(_:deadline:stop:)``.
+    public func queryAtOnce(_ statement: SQLStatement) throws(ProtocolError) -> Cursor? {
+        guard isCompiledWithBoundedSteps(statement.sql) else { return nil }
+        begin(deadline: nil, stop: nil, bounded: true)
+        let compiled = try compile(statement.sql, mode: .query)
+        // SQLite calls the progress handler each time the statement's step count, kept across
+        // its runs, passes a multiple of `progressSteps`: counted from zero, the bound is whole.
+        sqlite3_stmt_status(compiled.handle, SQLITE_STMTSTATUS_VM_STEP, 1)
         try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
         guardState.reset(.query)
         return Cursor(connection: self, statement: compiled.handle, sql: statement.sql)

@@ -21,6 +21,9 @@ public final class SQLConnection: @unchecked Sendable {
         let handle: OpaquePointer
         /// Tables it inserts into, updates or deletes from, as the authorizer saw.
         let written: Set<String>
+        /// Whether each step of its program does a bounded amount of work, so that a bounded
+        /// use may run it (``SQLConnection/stepsAreBounded(_:)``).
+        var stepsAreBounded = false
         var used: UInt64
 
         init(handle: OpaquePointer, written: Set<String>, used: UInt64) {
@@ -37,11 +40,15 @@ public final class SQLConnection: @unchecked Sendable {
     enum Interruption {
         case timeout
         case stopped
+        /// A bounded use ran out of its steps (``SQLOverBudget``).
+        case overBudget
     }
 
     static let statementCacheSize = 32
     /// How many SQLite virtual machine steps run between two checks of the deadline and the stop.
     static let progressSteps: Int32 = 1000
+    /// How long a statement waits for a lock another connection holds (SQLite's busy timeout).
+    static let busyTimeoutMs: Int32 = 10_000
 
     let handle: OpaquePointer
     public let path: String
@@ -57,6 +64,9 @@ public final class SQLConnection: @unchecked Sendable {
     private var deadline: ContinuousClock.Instant?
     private var stop: SQLStop?
     private(set) var interruption: Interruption?
+    /// Whether this use may not wait: it stops at the first progress check and takes no lock it
+    /// cannot have at once (see ``queryAtOnce(_:)``).
+    private(set) var bounded = false
 
     /// The largest text or blob a statement may make or read (`SQLITE_LIMIT_LENGTH`): a reply
     /// carries a value whole, so this bounds the memory one request can take.
@@ -86,7 +96,7 @@ public final class SQLConnection: @unchecked Sendable {
         _ = accountd_sqlite3_defensive_on(db)
         _ = accountd_sqlite3_trusted_schema_off(db)
         _ = accountd_sqlite3_load_extension_off(db)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyTimeoutMs)
         sqlite3_limit(db, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_set_authorizer(
@@ -122,11 +132,16 @@ public final class SQLConnection: @unchecked Sendable {
         sqlite3_close_v2(handle)
     }
 
-    /// Begins a use of the connection: statements stop at `deadline` or when `stop` says so.
-    func begin(deadline: ContinuousClock.Instant?, stop: SQLStop?) {
+    /// Begins a use of the connection: statements stop at `deadline` or when `stop` says so;
+    /// a `bounded` use stops after ``progressSteps`` steps and never waits for a lock.
+    func begin(deadline: ContinuousClock.Instant?, stop: SQLStop?, bounded: Bool = false) {
         self.deadline = deadline
         self.stop = stop
         interruption = nil
+        if bounded != self.bounded {
+            sqlite3_busy_timeout(handle, bounded ? 0 : Self.busyTimeoutMs)
+            self.bounded = bounded
+        }
     }
 
     /// Moves the deadline later by `amount`: the time a streaming query waited for its client to read.
@@ -134,13 +149,21 @@ public final class SQLConnection: @unchecked Sendable {
         deadline = deadline.map { $0 + amount }
     }
 
-    /// Ends a use: no deadline, no stop.
+    /// Ends a use: no deadline, no stop, no bound.
     func end() {
         deadline = nil
         stop = nil
+        if bounded {
+            sqlite3_busy_timeout(handle, Self.busyTimeoutMs)
+            bounded = false
+        }
     }
 
     private func shouldInterrupt() -> Bool {
+        if bounded {
+            interruption = .overBudget
+            return true
+        }
         if let stop, stop.isStopped {
             interruption = .stopped
             return true
@@ -199,12 +222,47 @@ public final class SQLConnection: @unchecked Sendable {
             throw Self.notAllowed("a Query only reads; use Execute to change rows", sql)
         }
         let entry = Compiled(handle: statement, written: guardState.writtenTables, used: clock)
+        if mode == .query { entry.stepsAreBounded = stepsAreBounded(sql) }
         compiled[sql] = entry
         if compiled.count > Self.statementCacheSize, let oldest = compiled.min(by: { $0.value.used < $1.value.used }) {
             sqlite3_finalize(oldest.value.handle)
             compiled[oldest.key] = nil
         }
         return entry
+    }
+
+    /// Whether `sql` is compiled on this connection already, with steps that are each bounded.
+    func isCompiledWithBoundedSteps(_ sql: String) -> Bool { compiled[sql]?.stepsAreBounded == true }
+
+    /// Notes that `sql` ran out of a bounded use's steps: it is not run bounded again on this connection.
+    func ranOverBudget(_ sql: String) { compiled[sql]?.stepsAreBounded = false }
+
+    /// Opcodes one step of which may walk a whole table or leave SQLite: `count(*)` counts a
+    /// table's b-tree in one step, `PRAGMA integrity_check` reads the file in one, and a
+    /// virtual table (`json_each`, `pragma_table_info`, FTS) runs its own code in each step.
+    static let unboundedOpcodes: Set<String> = ["Count", "IntegrityCk", "VOpen", "VFilter", "VNext", "VColumn", "VInitIn", "VCheck"]
+
+    /// Whether the program of `sql` (read with `EXPLAIN`) has none of ``unboundedOpcodes``:
+    /// then ``progressSteps`` steps do a bounded amount of work (each step reads at most a
+    /// few pages, or one value of at most ``maximumValueBytes``). False when it cannot tell.
+    func stepsAreBounded(_ sql: String) -> Bool {
+        let mode = guardState.mode
+        guardState.reset(.daemon)
+        defer { guardState.reset(mode) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, "EXPLAIN " + sql, -1, &statement, nil) == SQLITE_OK, let statement else { return false }
+        defer { sqlite3_finalize(statement) }
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                guard let text = sqlite3_column_text(statement, 1) else { return false }
+                if Self.unboundedOpcodes.contains(String(cString: text)) { return false }
+            case SQLITE_DONE:
+                return true
+            default:
+                return false
+            }
+        }
     }
 
     /// Whether the text after a statement holds nothing but spaces, semicolons and comments.

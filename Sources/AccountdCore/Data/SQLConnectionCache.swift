@@ -72,7 +72,26 @@ public final class SQLConnectionCache: Sendable {
         }
     }
 
-    /// Takes back a connection from ``take(_:path:readOnly:)``; it stays open for the next
+    /// An idle connection to `account`'s file at `path`, or nil when none is idle or the file
+    /// is not the one found usable under a bundle at `target` (``isChecked(_:target:path:)``):
+    /// never opens a connection and closes none, so a caller that may not wait can ask (one
+    /// `lstat` of `path`). Give it back with ``giveBack(_:account:broken:)``.
+    public func takeIdle(_ account: AccountName, checkedUnder target: Int, path: String, readOnly: Bool) -> SQLConnection? {
+        let key = Key(account: account, readOnly: readOnly)
+        guard let current = FileIdentity(path: path),
+            checked.withLock({ $0[account].map { $0.target == target && $0.identity == current } ?? false })
+        else { return nil }
+        return state.withLock { state -> SQLConnection? in
+            // A connection to a replaced file is left for `take`, which closes it (closing may wait).
+            guard let connection = state.idle[key]?.last, connection.identity == current else { return nil }
+            state.idle[key]?.removeLast()
+            state.count -= 1
+            state.inUse[account, default: 0] += 1
+            return connection
+        }
+    }
+
+    /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:checkedUnder:path:readOnly:)``; it stays open for the next
     /// request unless its account was closed meanwhile or `broken` (then it is closed).
     public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
         connection.finish()

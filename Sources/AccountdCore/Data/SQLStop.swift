@@ -24,3 +24,10 @@ public final class SQLStop: Sendable {
 public struct SQLStopped: Error {
     public init() {}
 }
+
+/// A statement run where it may not wait (``SQLConnection/queryAtOnce(_:)``) needed more
+/// steps than its bound, or a lock it could not have at once: nothing was replied, and the
+/// statement is run again where it may wait.
+public struct SQLOverBudget: Error {
+    public init() {}
+}

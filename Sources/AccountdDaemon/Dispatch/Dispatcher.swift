@@ -11,7 +11,8 @@ import NIOCore
 ///    (the caller's active one when it names none) and the peer's access checked once
 ///    (``authorize(_:peer:)``, the one access decision).
 /// 2. One `switch` over the command handles it and chooses how it runs: answered at once
-///    when memory is enough (Ping, Info, the daemon's Status, most Gets), handed to the
+///    when memory is enough (Ping, Info, the daemon's Status, most Gets) or a bounded read
+///    is (a short `Query` of a warm account: ``DataService/queryAtOnce(_:_:maxRows:)``), handed to the
 ///    table's group commit (a Set or Delete on an open table), or run in a task on the
 ///    connection's event loop (everything that waits for a lock, SQLite or the disk).
 /// 3. However it ran, it ends in ``finish(_:since:oneway:_:writer:)``, the one funnel: an error becomes
@@ -162,6 +163,10 @@ struct Dispatcher: Sendable {
                 Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer))
             }
         case .query(let account, let statement, let maxRows):
+            // A short read of a warm account is answered at once; any other runs on the pool.
+            if !call.more, let outcome = services.data.queryAtOnce(account, statement, maxRows: maxRows) {
+                return finish(call, outcome.map { Reply($0) }, writer: writer)
+            }
             return task(call, writer) { replies in
                 try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)
             }

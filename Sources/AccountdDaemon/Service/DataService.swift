@@ -129,6 +129,45 @@ final class DataService: Sendable {
         }
     }
 
+    /// A `Query` without `more` answered on the calling event loop, without a task or a pool
+    /// thread, when it cannot make the loop wait: nil, with nothing run, when it must go to the
+    /// pool (``query(_:_:sink:)``) instead.
+    ///
+    /// It runs only on a file found usable under this bundle already (``SQLConnectionCache/takeIdle(_:checkedUnder:path:readOnly:)``),
+    /// on a read-only connection that is idle (none is opened here) and has compiled the
+    /// statement before (none is compiled here), for at most ``SQLConnection/progressSteps``
+    /// virtual machine steps and without waiting for a lock (``SQLConnection/queryAtOnce(_:)``).
+    /// A statement that needs more is stopped, its rows dropped, and it runs again on the pool
+    /// from its start, in a read transaction of its own: the client sees one snapshot either
+    /// way. Besides SQLite's reads of the file's pages (from its cache or the kernel's), it
+    /// costs the `lstat` calls the pool path makes too (the handoff, the folders, the file's identity).
+    func queryAtOnce(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?) -> Result<QueryReply, any Error>? {
+        guard let account else { return nil }
+        let store = stores.current
+        let path = store.root.accountPath(account)
+        do {
+            try store.root.refuseHandedOff(account)
+            try store.root.refuseLinkedFolders(account)
+        } catch {
+            return nil  // the pool path refuses it, with the same error
+        }
+        guard let connection = connections.takeIdle(account, checkedUnder: store.targetVersion, path: path, readOnly: true) else { return nil }
+        var broken = false
+        defer { connections.giveBack(connection, account: account, broken: broken) }
+        do {
+            guard let cursor = try connection.queryAtOnce(statement) else { return nil }
+            let sink = WholeQuery(limit: min(maxRows ?? limits.maxRows, limits.maxRows), isGone: { false })
+            return .success(try sink.run(cursor, connection: connection))
+        } catch is SQLOverBudget {
+            return nil
+        } catch let error as ProtocolError {
+            broken = Self.isFatal(error)
+            return .failure(Self.wire(error, account: account, timeoutMs: limits.timeoutMs))
+        } catch {
+            return .failure(Self.wire(error, account: account, timeoutMs: limits.timeoutMs))
+        }
+    }
+
     /// Runs `body` on a pool thread once the store finds the file usable; an outdated file is
     /// migrated first (at most twice, should the bundle change meanwhile).
     ///

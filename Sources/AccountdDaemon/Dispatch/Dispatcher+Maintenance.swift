@@ -36,10 +36,13 @@ extension Dispatcher {
             RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff))
     }
 
-    /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals.
-    func export(_ account: AccountName, format: ExportFormat, writer: ReplyWriter) async throws -> Reply {
+    /// Streams the export in pieces of 256 KiB (``ReplySink``), a piece per pool job, then
+    /// its totals; the grant is asked again before each piece.
+    func export(_ account: AccountName, format: ExportFormat, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
         try await writer.flush()
-        let summary = try await services.maintenance.export(account, format: format, write: writer.blockingWrite)
+        let allowed: @Sendable () throws -> Void = { [self] in try check(.read(account), for: .export, peer: peer) }
+        let summary = try await services.maintenance.export(
+            account, format: format, uid: peer.uid, to: replyStream(writer), shares: services.data.shares, allowed: allowed)
         return Reply(ExportTotals(summary, format: format))
     }
 }

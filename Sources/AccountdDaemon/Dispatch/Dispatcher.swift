@@ -126,7 +126,7 @@ struct Dispatcher: Sendable {
         case .migrate(let target, let rollout):
             return task(call, writer) { replies in try await migrate(target, rollout: rollout, more: call.more, writer: replies) }
         case .export(let account, let format):
-            return task(call, writer) { replies in try await export(account, format: format, writer: replies) }
+            return task(call, writer) { replies in try await export(account, format: format, peer: call.peer, writer: replies) }
         case .verify(let account):
             return task(call, writer) { _ in Reply(VerifyResult(try await services.maintenance.verify(account))) }
         case .plan(let account):
@@ -159,9 +159,11 @@ struct Dispatcher: Sendable {
         case .importAccount(let account, let path, let rebind):
             return task(call, writer) { _ in Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)) }
         case .query(let account, let statement, let maxRows):
-            return task(call, writer) { replies in try await query(account, statement, maxRows: maxRows, more: call.more, writer: replies) }
+            return task(call, writer) { replies in
+                try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)
+            }
         case .execute(let account, let statements):
-            return task(call, writer) { replies in try await execute(account, statements, writer: replies) }
+            return task(call, writer) { replies in try await execute(account, statements, peer: call.peer, writer: replies) }
         }
     }
 

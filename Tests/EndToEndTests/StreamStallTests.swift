@@ -40,7 +40,7 @@ import Testing
         Thread.sleep(forTimeInterval: 0.5)
         let asked = Date()
         // Writes go on meanwhile, and are answered at once.
-        let update = try writer.callOne(DataCalls.execute("alice", [("UPDATE app_data SET value = value || '' WHERE key <= 50000", [])]))
+        let update = try writer.callOne(DataCalls.execute("alice", [("UPDATE app_data SET value = value || 'x' WHERE rowid <= 50000", [])]))
         #expect(update.error == nil, "\(update.parameters)")
         // While the reader holds its snapshot, the WAL cannot be checkpointed past it.
         #expect(try Self.truncateWAL(path).complete == false, "the silent reader's snapshot holds the WAL")

@@ -29,11 +29,17 @@ final class SQLDump {
         case rows(String)
     }
 
-    /// The table whose rows are being written: its `SELECT`, stepped across calls.
+    /// The table whose rows are being written: its `SELECT`, stepped across calls, and
+    /// where in its current row the last call stopped (a large value is cut into pieces).
     private struct Rows {
         var select: Statement
         var insert: String
         var columns: Int32
+        /// Whether a row's `INSERT` was begun and not ended.
+        var inRow = false
+        var column: Int32 = 0
+        /// Where in the column's value the last call stopped; 0 at its start.
+        var offset = 0
     }
 
     private var parts: [Part] = []
@@ -182,25 +188,35 @@ final class SQLDump {
         return Rows(select: select, insert: "INSERT INTO \(table.quotedIdentifier)(\(list)) VALUES(", columns: Int32(columns.count))
     }
 
-    /// One `INSERT` per row, read as it is stepped, until the rows end (true) or `sink` wants a pause (false).
+    /// One `INSERT` per row, read as it is stepped, until the rows end (true) or `sink` wants
+    /// a pause (false), between rows or inside a large value.
     private func writeRows(_ rows: inout Rows, _ db: Database, to sink: inout some ExportSink) throws -> Bool {
         let handle = rows.select.sqliteStatement
         while true {
-            let code = sqlite3_step(handle)
-            if code == SQLITE_DONE {
-                sqlite3_reset(handle)
-                return true
+            if !rows.inRow {
+                let code = sqlite3_step(handle)
+                if code == SQLITE_DONE {
+                    sqlite3_reset(handle)
+                    return true
+                }
+                guard code == SQLITE_ROW else {
+                    sqlite3_reset(handle)
+                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                }
+                out.append(rows.insert)
+                (rows.inRow, rows.column, rows.offset) = (true, 0, 0)
             }
-            guard code == SQLITE_ROW else {
-                sqlite3_reset(handle)
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-            }
-            out.append(rows.insert)
-            for index in 0..<rows.columns {
-                if index > 0 { out.append(",") }
-                try literals.append(handle, column: index, to: &out, sink: &sink)
+            while rows.column < rows.columns {
+                if rows.column > 0 && rows.offset == 0 { out.append(",") }
+                if let paused = try literals.append(handle, column: rows.column, from: rows.offset, to: &out, sink: &sink) {
+                    rows.offset = paused
+                    return false
+                }
+                rows.offset = 0
+                rows.column += 1
             }
             try out.endStatement(")", to: &sink)
+            rows.inRow = false
             if sink.wantsPause { return false }
         }
     }

@@ -2,7 +2,8 @@ import Synchronization
 
 /// Counts open connections against `limits.maxConnections` and each uid's share of them
 /// (`limits.maxConnectionsPerUid`), and reports them to the daemon's metrics (accepted,
-/// refused, open). One person's idle connections so never lock another person out.
+/// refused, open). One person's idle connections so never lock another person out. Root
+/// (uid 0), who administers the daemon, counts against the total only.
 final class ConnectionCounter: Sendable {
     /// `limits.maxConnections`.
     let limit: Int
@@ -36,7 +37,7 @@ final class ConnectionCounter: Sendable {
         let outcome = state.withLock { state -> Result<Int, Refusal> in
             if state.open >= limit { return .failure(.total) }
             let mine = state.byUid[uid, default: 0]
-            if mine >= perUid { return .failure(.uid) }
+            if mine >= perUid && uid != 0 { return .failure(.uid) }
             state.open += 1
             state.byUid[uid] = mine + 1
             return .success(state.open)

@@ -161,30 +161,32 @@ final class DataService: Sendable {
             let store = stores.current
             let hold = locked ? try await store.hold(account) : nil
             defer { hold?.release() }
-            let result: T? = try await shares.run(uid) { [pool] in try await pool.run {
-                do {
-                    // The decision table, unless this file was found usable under this bundle
-                    // already and nothing replaced or migrated it since.
-                    func check() throws -> Bool {
-                        let path = store.root.accountPath(account)
-                        if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
-                        guard try store.usableState(account) != .outdated else { return false }
-                        connections.markChecked(account, target: store.targetVersion, path: path)
-                        return true
+            let result: T? = try await shares.run(uid) { [pool] in
+                try await pool.run {
+                    do {
+                        // The decision table, unless this file was found usable under this bundle
+                        // already and nothing replaced or migrated it since.
+                        func check() throws -> Bool {
+                            let path = store.root.accountPath(account)
+                            if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
+                            guard try store.usableState(account) != .outdated else { return false }
+                            connections.markChecked(account, target: store.targetVersion, path: path)
+                            return true
+                        }
+                        guard let hold else {
+                            // A Query takes no lock, so it asks here what a locked call learns from the lock.
+                            try store.root.refuseHandedOff(account)
+                            try store.root.refuseLinkedFolders(account)
+                            return try check() ? try body(store) : nil
+                        }
+                        return try store.withAccount(account, holding: hold) { () throws -> T? in
+                            try check() ? try body(store) : nil
+                        }
+                    } catch {
+                        throw Self.wire(error, account: account, timeoutMs: timeoutMs)
                     }
-                    guard let hold else {
-                        // A Query takes no lock, so it asks here what a locked call learns from the lock.
-                        try store.root.refuseHandedOff(account)
-                        try store.root.refuseLinkedFolders(account)
-                        return try check() ? try body(store) : nil
-                    }
-                    return try store.withAccount(account, holding: hold) { () throws -> T? in
-                        try check() ? try body(store) : nil
-                    }
-                } catch {
-                    throw Self.wire(error, account: account, timeoutMs: timeoutMs)
                 }
-            } }
+            }
             if let result { return result }
             hold?.release()
             _ = try await switching.migrateOne(account)

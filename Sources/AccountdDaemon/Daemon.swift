@@ -118,8 +118,16 @@ public enum Daemon {
         try replication.apply(settings.replication)
         let services = Services(
             stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication,
-            sqlLimits: DataService.Limits(timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows), logger: logger)
+            sqlLimits: sqlLimits(settings, poolThreads: pool.threads), logger: logger)
         return services
+    }
+
+    /// The `limits.*` of statements and streamed replies, with the fair shares resolved for a pool of `poolThreads`.
+    private static func sqlLimits(_ settings: DaemonSettings, poolThreads: Int) -> DataService.Limits {
+        let streams = settings.streams
+        return DataService.Limits(
+            timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows, statementsPerUid: streams.statements(poolThreads: poolThreads),
+            streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports)
     }
 
     /// Finishes a purge that a crash or a failed deletion interrupted, its name erased from
@@ -145,8 +153,6 @@ public enum Daemon {
         let systemd = SystemdStatus(active: { switching.active })
         services.hub.listen(systemd.handle)
         await finishInterruptedPurges(root: services.stores.current.root, switching: switching, logger: logger)
-        // In the background: the daemon listens at once, whoever holds the saved account's file.
-        switching.openSavedAccount()
         let policy = Reloadable(AccessPolicy(adminUsers: settings.adminUsers, adminGroups: settings.adminGroups, grants: settings.grants))
         let servers = makeServers(settings, services: services, policy: policy, systemd: systemd, logger: logger)
         let group = ServiceGroup(
@@ -155,6 +161,9 @@ public enum Daemon {
                 // is fed while the requests in progress finish.
                 services: [
                     .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: switching.livenessRead), logger: logger)),
+                    // Beside the sockets: the daemon listens at once, whoever holds the saved account's file.
+                    // It ends once every saved account opened or failed, and the others run on.
+                    .init(service: StartupOpener(switching: switching), successTerminationBehavior: .ignore),
                     .init(
                         service: ReloadService(
                             loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),
@@ -176,7 +185,9 @@ public enum Daemon {
         // Ready once every socket accepts connections; stopping once the first stops taking them.
         let listening = Countdown(plan.listeners.count)
         let stopping = Countdown(1)
-        let counter = ConnectionCounter(limit: settings.maximumConnections, metrics: services.metrics)
+        let counter = ConnectionCounter(
+            limit: settings.maximumConnections, perUid: settings.streams.connections(maxConnections: settings.maximumConnections),
+            metrics: services.metrics)
         let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
         return plan.listeners.map { framing, listener in
             SocketServer(

@@ -10,11 +10,17 @@ extension SQLConnection {
         /// The result's column names.
         public let columns: [String]
         private var done = false
+        /// For a cursor read over several pool jobs (``page(_:)``): what is left of the
+        /// statement's time, and what stops it.
+        private var left: Duration?
+        private let stop: SQLStop?
 
-        init(connection: SQLConnection, statement: OpaquePointer, sql: String) {
+        init(connection: SQLConnection, statement: OpaquePointer, sql: String, left: Duration? = nil, stop: SQLStop? = nil) {
             self.connection = connection
             self.statement = statement
             self.sql = sql
+            self.left = left
+            self.stop = stop
             columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
         }
 
@@ -42,6 +48,42 @@ extension SQLConnection {
                 throw connection.failure(code, statement: sql)
             }
         }
+
+        /// Steps rows into `take` until it returns true (its page is full) or the rows end, in
+        /// one pool job of a cursor read over several (``SQLConnection/pagedQuery(_:timeout:stop:)``).
+        /// Only the time spent here counts against the statement's timeout: the time between
+        /// pages, while the client reads, does not. The statement, and its read transaction,
+        /// stay as they are between pages.
+        ///
+        /// - Returns: true once the rows have ended.
+        /// - Throws: `QueryTimeout` once the pages together ran longer than the timeout,
+        ///   `SQLError`, ``SQLStopped``, or what `take` throws.
+        public func page(_ take: ([SQLValue]) throws -> Bool) throws -> Bool {
+            let started = ContinuousClock.now
+            if let left { connection.begin(deadline: started + left, stop: stop) }
+            defer { left = left.map { $0 - (.now - started) } }
+            while let row = try next() {
+                if try take(row) { return false }
+            }
+            return true
+        }
+    }
+}
+
+extension SQLConnection {
+    /// A cursor over `statement`, which must only read, to be read a page at a time
+    /// (``Cursor/page(_:)``), possibly on a different pool thread each time.
+    ///
+    /// - Parameters:
+    ///   - timeout: how long its pages may step in all before `QueryTimeout`.
+    ///   - stop: stops it when the client goes away.
+    /// - Throws: `StatementNotAllowed`, `SQLError`, `InvalidParameter`.
+    public func pagedQuery(_ statement: SQLStatement, timeout: Duration, stop: SQLStop?) throws(ProtocolError) -> Cursor {
+        begin(deadline: .now + timeout, stop: stop)
+        let compiled = try compile(statement.sql, mode: .query)
+        try bind(statement.parameters, to: compiled.handle, sql: statement.sql)
+        guardState.reset(.query)
+        return Cursor(connection: self, statement: compiled.handle, sql: statement.sql, left: timeout, stop: stop)
     }
 
     /// A cursor over `statement`, which must only read.

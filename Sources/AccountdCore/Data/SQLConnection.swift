@@ -144,11 +144,6 @@ public final class SQLConnection: @unchecked Sendable {
         }
     }
 
-    /// Moves the deadline later by `amount`: the time a streaming query waited for its client to read.
-    public func extendDeadline(by amount: Duration) {
-        deadline = deadline.map { $0 + amount }
-    }
-
     /// Ends a use: no deadline, no stop, no bound.
     func end() {
         deadline = nil

@@ -15,41 +15,83 @@ import GRDBSQLite
 ///
 /// Unlike `sqlite3 .dump`, a table's rowid is kept even when no column aliases it,
 /// because an external-content FTS table points at its content table's rowids.
-enum SQLDump {
-    /// Writes the whole dump of `db` to `sink`, in pieces of whole statements.
+///
+/// The dump is resumable: ``init(_:)`` reads the schema and lays out the dump's parts (the
+/// statements, and the tables whose rows go between them), and each ``write(_:to:)`` goes on
+/// from where the last stopped, until the sink wants a pause, so that the export can be made
+/// one pool job at a time in one read transaction, with no thread waiting for the client.
+final class SQLDump {
+    /// One part of the dump, in order.
+    private enum Part {
+        /// A whole statement.
+        case statement(String)
+        /// One `INSERT` per row of the table.
+        case rows(String)
+    }
+
+    /// The table whose rows are being written: its `SELECT`, stepped across calls, and
+    /// where in its current row the last call stopped (a large value is cut into pieces).
+    private struct Rows {
+        var select: Statement
+        var insert: String
+        var columns: Int32
+        /// Whether a row's `INSERT` was begun and not ended.
+        var inRow = false
+        var column: Int32 = 0
+        /// Where in the column's value the last call stopped; 0 at its start.
+        var offset = 0
+    }
+
+    private var parts: [Part] = []
+    private var next = 0
+    private var rows: Rows?
+    // Rows are written as they are: a row that an earlier CHECK no longer accepts, or
+    // that was written with CHECK constraints ignored, comes back too.
+    private var out = SQLStatements(text: "PRAGMA foreign_keys=OFF;\nPRAGMA ignore_check_constraints=ON;\nBEGIN TRANSACTION;\n")
+    private var literals: SQLLiteral
+    private var finished = false
+    private var closed = false
+
+    /// Statements written so far.
+    var count: Int { out.count }
+
+    /// Lays out the dump of `db`, read in the transaction the whole dump is read in.
     ///
-    /// - Returns: the number of statements written.
-    /// - Throws: a `DatabaseError` when reading fails, or whatever `sink` throws.
-    static func write(_ db: Database, to sink: inout some ExportSink) throws -> Int {
-        // Rows are written as they are: a row that an earlier CHECK no longer accepts, or
-        // that was written with CHECK constraints ignored, comes back too.
-        var out = SQLStatements(text: "PRAGMA foreign_keys=OFF;\nPRAGMA ignore_check_constraints=ON;\nBEGIN TRANSACTION;\n")
+    /// - Throws: a `DatabaseError` when reading fails.
+    init(_ db: Database) throws {
         guard let connection = db.sqliteConnection else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the export's connection is closed") }
-        var literals = try SQLLiteral(connection)
-        defer { literals.finalize() }
+        literals = try SQLLiteral(connection)
+        do {
+            parts = try Self.layOut(db)
+        } catch {
+            literals.finalize()
+            throw error
+        }
+    }
+
+    /// The dump's parts, in the order they are written.
+    private static func layOut(_ db: Database) throws -> [Part] {
+        var parts: [Part] = []
         var writableSchema = false
         for table in try ExportTable.all(db) {
             if table.isVirtual {
                 if !writableSchema {
-                    try out.add("PRAGMA writable_schema=ON", to: &sink)
+                    parts.append(.statement("PRAGMA writable_schema=ON"))
                     writableSchema = true
                 }
                 let name = table.name.quotedSQLString
-                try out.add(
-                    "INSERT INTO sqlite_schema(type,name,tbl_name,rootpage,sql) VALUES('table',\(name),\(name),0,\(table.sql.quotedSQLString))",
-                    to: &sink)
+                parts.append(
+                    .statement("INSERT INTO sqlite_schema(type,name,tbl_name,rootpage,sql) VALUES('table',\(name),\(name),0,\(table.sql.quotedSQLString))"))
             } else {
-                try out.add(createStatement(table.sql), to: &sink)
-                try writeRows(of: table.name, db, literals: &literals, into: &out, to: &sink)
+                parts.append(.statement(createStatement(table.sql)))
+                parts.append(.rows(table.name))
             }
         }
-        if writableSchema { try out.add("PRAGMA writable_schema=OFF", to: &sink) }
+        if writableSchema { parts.append(.statement("PRAGMA writable_schema=OFF")) }
         if try db.tableExists("sqlite_sequence") {
-            try out.add("DELETE FROM sqlite_sequence", to: &sink)
+            parts.append(.statement("DELETE FROM sqlite_sequence"))
             for row in try Row.fetchAll(db, sql: "SELECT name, seq FROM sqlite_sequence") {
-                try out.add(
-                    "INSERT INTO sqlite_sequence(name,seq) VALUES(\((row["name"] as String).quotedSQLString),\(row["seq"] as Int64))",
-                    to: &sink)
+                parts.append(.statement("INSERT INTO sqlite_sequence(name,seq) VALUES(\((row["name"] as String).quotedSQLString),\(row["seq"] as Int64))"))
             }
         }
         // Indexes, views and triggers after the rows: a trigger must not fire on the rows
@@ -63,26 +105,64 @@ enum SQLDump {
                 ORDER BY CASE type WHEN 'index' THEN 0 WHEN 'view' THEN 1 ELSE 2 END, rowid
                 """)
         {
-            try out.add(row["sql"], to: &sink)
+            parts.append(.statement(row["sql"]))
         }
         // The statistics ANALYZE gathered, as `sqlite3 .dump` writes them: ANALYZE of the
         // schema table makes the tables, empty, and the rows follow.
         let statistics = try ExportTable.sqliteKept(db).filter { $0.hasPrefix("sqlite_stat") }
         if !statistics.isEmpty {
-            try out.add("ANALYZE sqlite_schema", to: &sink)
+            parts.append(.statement("ANALYZE sqlite_schema"))
             for table in statistics {
-                try out.add("DELETE FROM \(table)", to: &sink)
-                try writeRows(of: table, db, literals: &literals, into: &out, to: &sink)
+                parts.append(.statement("DELETE FROM \(table)"))
+                parts.append(.rows(table))
             }
         }
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         let applicationID = try Int.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-        try out.add("PRAGMA user_version=\(version)", to: &sink)
-        try out.add("PRAGMA application_id=\(applicationID)", to: &sink)
-        try out.add("COMMIT", to: &sink)
-        try out.add("PRAGMA ignore_check_constraints=OFF", to: &sink)
-        try out.flush(to: &sink)
-        return out.count
+        parts.append(.statement("PRAGMA user_version=\(version)"))
+        parts.append(.statement("PRAGMA application_id=\(applicationID)"))
+        parts.append(.statement("COMMIT"))
+        parts.append(.statement("PRAGMA ignore_check_constraints=OFF"))
+        return parts
+    }
+
+    /// Writes on from where the last call stopped, until `sink` wants a pause or the dump
+    /// ends; in the read transaction of ``init(_:)``.
+    ///
+    /// - Returns: true once the whole dump is written.
+    /// - Throws: a `DatabaseError` when reading fails, or whatever `sink` throws.
+    func write(_ db: Database, to sink: inout some ExportSink) throws -> Bool {
+        while !finished {
+            if var current = rows {
+                let done = try writeRows(&current, db, to: &sink)
+                rows = done ? nil : current
+                if done { next += 1 }
+            } else if next < parts.count {
+                switch parts[next] {
+                case .statement(let sql):
+                    try out.add(sql, to: &sink)
+                    next += 1
+                case .rows(let table):
+                    rows = try Self.rows(of: table, db)
+                }
+            } else {
+                try out.flush(to: &sink)
+                finished = true
+                close()
+            }
+            if sink.wantsPause { return finished }
+        }
+        return true
+    }
+
+    /// Releases what the dump holds; once, when it ends or is given up.
+    func close() {
+        rows = nil
+        guard !closed else { return }
+        closed = true
+        finished = true
+        parts = []
+        literals.finalize()
     }
 
     /// A table's `CREATE` statement for the dump. A shadow table's statement (SQLite keeps
@@ -95,10 +175,8 @@ enum SQLDump {
         return "CREATE TABLE IF NOT EXISTS " + sql.dropFirst(prefix.count)
     }
 
-    /// One `INSERT` per row of `table`, read as it is stepped.
-    private static func writeRows(
-        of table: String, _ db: Database, literals: inout SQLLiteral, into out: inout SQLStatements, to sink: inout some ExportSink
-    ) throws {
+    /// The `SELECT` and `INSERT` of `table`'s rows.
+    private static func rows(of table: String, _ db: Database) throws -> Rows {
         let info = try Row.fetchAll(db, sql: "SELECT name, hidden FROM pragma_table_xinfo(?)", arguments: [table])
         // Generated columns (hidden 2 and 3) are computed again by the rebuilt table.
         var columns = info.filter { ($0["hidden"] as Int) == 0 }.map { $0["name"] as String }
@@ -106,22 +184,40 @@ enum SQLDump {
             columns.insert(rowID, at: 0)
         }
         let list = columns.map(\.quotedIdentifier).joined(separator: ",")
-        let insert = "INSERT INTO \(table.quotedIdentifier)(\(list)) VALUES("
         let select = try db.makeStatement(sql: "SELECT \(list) FROM \(table.quotedIdentifier)")
-        let handle = select.sqliteStatement
-        defer { sqlite3_reset(handle) }
+        return Rows(select: select, insert: "INSERT INTO \(table.quotedIdentifier)(\(list)) VALUES(", columns: Int32(columns.count))
+    }
+
+    /// One `INSERT` per row, read as it is stepped, until the rows end (true) or `sink` wants
+    /// a pause (false), between rows or inside a large value.
+    private func writeRows(_ rows: inout Rows, _ db: Database, to sink: inout some ExportSink) throws -> Bool {
+        let handle = rows.select.sqliteStatement
         while true {
-            let code = sqlite3_step(handle)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            if !rows.inRow {
+                let code = sqlite3_step(handle)
+                if code == SQLITE_DONE {
+                    sqlite3_reset(handle)
+                    return true
+                }
+                guard code == SQLITE_ROW else {
+                    sqlite3_reset(handle)
+                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                }
+                out.append(rows.insert)
+                (rows.inRow, rows.column, rows.offset) = (true, 0, 0)
             }
-            out.append(insert)
-            for index in 0..<Int32(columns.count) {
-                if index > 0 { out.append(",") }
-                try literals.append(handle, column: index, to: &out, sink: &sink)
+            while rows.column < rows.columns {
+                if rows.column > 0 && rows.offset == 0 { out.append(",") }
+                if let paused = try literals.append(handle, column: rows.column, from: rows.offset, to: &out, sink: &sink) {
+                    rows.offset = paused
+                    return false
+                }
+                rows.offset = 0
+                rows.column += 1
             }
             try out.endStatement(")", to: &sink)
+            rows.inRow = false
+            if sink.wantsPause { return false }
         }
     }
 

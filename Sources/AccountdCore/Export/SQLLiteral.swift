@@ -17,8 +17,14 @@ struct SQLLiteral {
 
     /// Appends column `column` of the current row of `statement` to `out` as a literal that
     /// reads back as the same value of the same storage class. A large blob or text goes
-    /// out in pieces as it is written (``SQLStatements/flushIfFull(to:)``).
-    mutating func append(_ statement: OpaquePointer, column: Int32, to out: inout SQLStatements, sink: inout some ExportSink) throws {
+    /// out in pieces as it is written (``SQLStatements/flushIfFull(to:)``), and stops once
+    /// `sink` wants a pause, to go on from where it stopped in a later call on the same row.
+    ///
+    /// - Parameter offset: 0 for a new literal, else where the last call stopped in its bytes.
+    /// - Returns: nil once the literal is whole; else the offset to go on from.
+    mutating func append(
+        _ statement: OpaquePointer, column: Int32, from offset: Int = 0, to out: inout SQLStatements, sink: inout some ExportSink
+    ) throws -> Int? {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER:
             out.append(String(sqlite3_column_int64(statement, column)))
@@ -32,30 +38,36 @@ struct SQLLiteral {
                 ?? UnsafeBufferPointer(start: nil, count: 0)
             // The sqlite3 shell reads a dump line by line: a NUL, a carriage return or invalid
             // UTF-8 would not survive a plain literal, so such text goes out as exact bytes.
-            if count < SQLStatements.pieceBytes, let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0), !bytes.contains(0x0D) {
+            if offset == 0, count < SQLStatements.pieceBytes, let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0),
+                !bytes.contains(0x0D)
+            {
                 out.append(text.quotedSQLString)
             } else {
                 // Long text goes out as its bytes too, so that it can be cut into pieces.
-                out.append("CAST(X'")
-                try appendHex(UnsafeRawBufferPointer(bytes), to: &out, sink: &sink)
+                if offset == 0 { out.append("CAST(X'") }
+                if let paused = try appendHex(UnsafeRawBufferPointer(bytes), from: offset, to: &out, sink: &sink) { return paused }
                 out.append("' AS TEXT)")
             }
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, column))
-            out.append("X'")
-            if let blob = sqlite3_column_blob(statement, column), count > 0 {
-                try appendHex(UnsafeRawBufferPointer(start: blob, count: count), to: &out, sink: &sink)
+            if offset == 0 { out.append("X'") }
+            if let blob = sqlite3_column_blob(statement, column), count > 0,
+                let paused = try appendHex(UnsafeRawBufferPointer(start: blob, count: count), from: offset, to: &out, sink: &sink)
+            {
+                return paused
             }
             out.append("'")
         default:
             out.append("NULL")
         }
+        return nil
     }
 
-    /// Appends `bytes` as hex digits, a piece at a time.
-    private func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout SQLStatements, sink: inout some ExportSink) throws {
+    /// Appends `bytes` from `offset` on as hex digits, a piece at a time; returns where it
+    /// stopped when `sink` wants a pause before the end, nil at the end.
+    private func appendHex(_ bytes: UnsafeRawBufferPointer, from offset: Int, to out: inout SQLStatements, sink: inout some ExportSink) throws -> Int? {
         let chunk = SQLStatements.pieceBytes / 2
-        var start = 0
+        var start = offset
         while start < bytes.count {
             let end = min(start + chunk, bytes.count)
             var hex = ""
@@ -67,7 +79,9 @@ struct SQLLiteral {
             out.append(hex)
             try out.flushIfFull(to: &sink)
             start = end
+            if start < bytes.count && sink.wantsPause { return start }
         }
+        return nil
     }
 
     private func hexDigit(_ value: UInt8) -> Unicode.Scalar {

@@ -32,6 +32,8 @@ public struct DaemonSettings: Sendable {
     /// The most rows one `Query` reply without `more` carries; past it the reply says
     /// `truncated: true` (`limits.queryMaxRows`, default 10000).
     public var queryMaxRows: Int = 10_000
+    /// The fair shares per caller uid and the bounds of streamed replies.
+    public var streams = StreamLimits()
     /// How long an operation waits for another on the same account (`accounts.lockTimeoutSeconds`).
     public var lockTimeoutSeconds: Double
     /// Snapshots kept per account (`accounts.snapshotsToKeep`).
@@ -75,5 +77,45 @@ public struct DaemonSettings: Sendable {
         options.lockTimeout = .milliseconds(Int64(lockTimeoutSeconds * 1000))
         options.checkIntegrityOnOpen = checkIntegrityOnOpen
         return options
+    }
+}
+
+extension DaemonSettings {
+    /// Each caller uid's share of what the daemon has, and how long a streamed reply waits
+    /// for its client (docs/RELIABILITY.md, guarantee 7). Read at start.
+    public struct StreamLimits: Sendable, Equatable {
+        /// A streamed `Query` or `Export` whose client takes none of its replies for this many
+        /// seconds is ended with `QueryTimeout`, and its snapshot or staged copy released
+        /// (`limits.streamStallSeconds`, default 30).
+        public var streamStallSeconds: Double = 30
+        /// How many of one uid's statements (and pieces of streams) run on the blocking pool at
+        /// once; the rest wait their turn (`limits.statementsPerUid`, default 0: half the pool).
+        public var statementsPerUid = 0
+        /// How many connections one uid may have open (`limits.maxConnectionsPerUid`, default
+        /// 0: half of `limits.maxConnections`).
+        public var maxConnectionsPerUid = 0
+        /// How many `Export sqlite` copies one uid may have staged at once (`limits.stagedExportsPerUid`, default 2).
+        public var stagedExportsPerUid = 2
+        /// How many `Export sqlite` copies may be staged at once in all (`limits.stagedExports`, default 8).
+        public var stagedExports = 8
+
+        public init(
+            streamStallSeconds: Double = 30, statementsPerUid: Int = 0, maxConnectionsPerUid: Int = 0, stagedExportsPerUid: Int = 2,
+            stagedExports: Int = 8
+        ) {
+            self.streamStallSeconds = streamStallSeconds
+            self.statementsPerUid = statementsPerUid
+            self.maxConnectionsPerUid = maxConnectionsPerUid
+            self.stagedExportsPerUid = stagedExportsPerUid
+            self.stagedExports = stagedExports
+        }
+
+        /// `statementsPerUid` in force for a pool of `poolThreads`: half the pool when 0.
+        public func statements(poolThreads: Int) -> Int { statementsPerUid > 0 ? statementsPerUid : max(1, poolThreads / 2) }
+
+        /// `maxConnectionsPerUid` in force under `maxConnections`: half of it when 0.
+        public func connections(maxConnections: Int) -> Int {
+            maxConnectionsPerUid > 0 ? min(maxConnectionsPerUid, maxConnections) : max(1, maxConnections / 2)
+        }
     }
 }

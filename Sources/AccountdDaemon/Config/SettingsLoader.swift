@@ -152,6 +152,11 @@ public struct SettingsLoader: Sendable {
             "limits.idleTimeoutSeconds": .init(.double(600), isSecret: false),
             "limits.queryTimeoutMs": .init(.int(5000), isSecret: false),
             "limits.queryMaxRows": .init(.int(10_000), isSecret: false),
+            "limits.streamStallSeconds": .init(.double(30), isSecret: false),
+            "limits.statementsPerUid": .init(.int(0), isSecret: false),
+            "limits.maxConnectionsPerUid": .init(.int(0), isSecret: false),
+            "limits.stagedExportsPerUid": .init(.int(2), isSecret: false),
+            "limits.stagedExports": .init(.int(8), isSecret: false),
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
             "replication.litestream.onCreate": .init(.string("refuse"), isSecret: false),
@@ -188,6 +193,7 @@ public struct SettingsLoader: Sendable {
             idleTimeoutSeconds: idleTimeout,
             queryTimeoutMs: try reader.int("limits.queryTimeoutMs", Self.queryTimeoutRange),
             queryMaxRows: try reader.int("limits.queryMaxRows", Self.queryMaxRowsRange),
+            streams: try streamLimits(reader),
             lockTimeoutSeconds: timeout,
             snapshotsToKeep: try reader.int("accounts.snapshotsToKeep", 1...1000),
             snapshotMaxAgeDays: try reader.int("accounts.snapshotMaxAgeDays", 0...36_500),
@@ -257,6 +263,17 @@ public struct SettingsLoader: Sendable {
             tuning.metricsAddress = address
         }
         return tuning
+    }
+
+    /// The fair shares and the bounds of streamed replies (`limits.streamStallSeconds`,
+    /// `limits.statementsPerUid`, `limits.maxConnectionsPerUid`, `limits.stagedExports*`).
+    private func streamLimits(_ reader: SettingsReader) throws -> DaemonSettings.StreamLimits {
+        DaemonSettings.StreamLimits(
+            streamStallSeconds: try reader.seconds("limits.streamStallSeconds", 0.1...86_400),
+            statementsPerUid: try reader.int("limits.statementsPerUid", 0...100_000),
+            maxConnectionsPerUid: try reader.int("limits.maxConnectionsPerUid", 0...100_000),
+            stagedExportsPerUid: try reader.int("limits.stagedExportsPerUid", 1...10_000),
+            stagedExports: try reader.int("limits.stagedExports", 1...100_000))
     }
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.

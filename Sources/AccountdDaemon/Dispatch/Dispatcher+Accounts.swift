@@ -16,10 +16,8 @@ extension Dispatcher {
         var progress: ProgressHandler?
         if more {
             try await writer.flush()
-            let write = writer.blockingWrite
             progress = { step in
-                let reply = Reply(SwitchProgress(step: step.step, of: step.of, name: step.name), continues: true)
-                try? write(Array(reply.encoded().utf8))
+                writer.post(Reply(SwitchProgress(step: step.step, of: step.of, name: step.name), continues: true))
             }
         }
         let switched = try await services.switching.switchTo(account, create: create, uid: peer.uid, progress: progress)

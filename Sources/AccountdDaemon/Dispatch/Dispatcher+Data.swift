@@ -2,30 +2,36 @@ import AccountdCore
 import AccountdProtocol
 
 extension Dispatcher {
-    /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`; without,
-    /// one reply of at most `limits.queryMaxRows` rows (fewer with `maxRows`). When a reload
-    /// takes `peer`'s read access to the account meanwhile, a stream ends with
-    /// `PermissionDenied` at its next chunk, and the one reply is `PermissionDenied`.
-    func query(
-        _ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, peer: PeerCredentials, writer: ReplyWriter
-    ) async throws -> Reply {
+    /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`, a page per
+    /// pool job (``DataService/stream(_:_:limit:uid:to:allowed:)``); without, one reply of at
+    /// most `limits.queryMaxRows` rows (fewer with `maxRows`).
+    func query(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
         let data = services.data
-        let access = StreamAccess(.query, account: account, peer: peer, policy: policy, logger: logger)
         if more {
             try await writer.flush()
-            let sink = StreamedQuery(limit: maxRows, write: access.guarding(writer.blockingWrite), isGone: writer.isClientGone)
-            return Reply(try await access.ending { try await data.query(account, statement, sink: sink) })
+            // The grant is asked again before each page: a reload that revokes it ends the stream.
+            let allowed: @Sendable () throws -> Void = { [self] in
+                if let account { try check(.read(account), for: .query, peer: peer) }
+            }
+            return Reply(try await data.stream(account, statement, limit: maxRows, uid: peer.uid, to: replyStream(writer), allowed: allowed))
         } else {
             let limit = min(maxRows ?? data.limits.maxRows, data.limits.maxRows)
             let sink = WholeQuery(limit: limit, isGone: writer.isClientGone)
-            let reply = try await data.query(account, statement, sink: sink)
-            try access.check()
+            let reply = try await data.query(account, statement, uid: peer.uid, sink: sink)
+            // A reload that revoked the grant while the statement ran: its rows are not sent.
+            if let account { try check(.read(account), for: .query, peer: peer) }
             return Reply(reply)
         }
     }
 
     /// `Execute`: `{results}`, once every statement is durably committed.
-    func execute(_ account: AccountName?, _ statements: [SQLStatement], writer: ReplyWriter) async throws -> Reply {
-        Reply(try await services.data.execute(account, statements, gone: writer.isClientGone))
+    func execute(_ account: AccountName?, _ statements: [SQLStatement], peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
+        Reply(try await services.data.execute(account, statements, uid: peer.uid, gone: writer.isClientGone))
+    }
+
+    /// How a streamed reply of this request is written: through `writer`, ended when its
+    /// client reads nothing for `limits.streamStallSeconds`.
+    func replyStream(_ writer: ReplyWriter) -> ReplyStream {
+        ReplyStream(writer: writer, stallBound: .milliseconds(Int64(services.data.limits.streamStallSeconds * 1000)))
     }
 }

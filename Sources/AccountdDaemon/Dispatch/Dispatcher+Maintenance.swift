@@ -36,14 +36,13 @@ extension Dispatcher {
             RemoveReply(account: account.rawValue, purged: outcome.purged, snapshot: outcome.snapshot.map(SnapshotEntry.init), handoff: handoff))
     }
 
-    /// Streams the export in writes of 256 KiB (``ReplySink``), then its totals; ended with
-    /// `PermissionDenied` when a reload takes `peer`'s access to the account meanwhile.
+    /// Streams the export in pieces of 256 KiB (``ReplySink``), a piece per pool job, then
+    /// its totals; the grant is asked again before each piece.
     func export(_ account: AccountName, format: ExportFormat, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
         try await writer.flush()
-        let access = StreamAccess(.export, account: account, peer: peer, policy: policy, logger: logger)
-        let summary = try await access.ending {
-            try await services.maintenance.export(account, format: format, write: access.guarding(writer.blockingWrite))
-        }
+        let allowed: @Sendable () throws -> Void = { [self] in try check(.read(account), for: .export, peer: peer) }
+        let summary = try await services.maintenance.export(
+            account, format: format, uid: peer.uid, to: replyStream(writer), shares: services.data.shares, allowed: allowed)
         return Reply(ExportTotals(summary, format: format))
     }
 }

@@ -171,7 +171,7 @@ struct Dispatcher: Sendable {
                 try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)
             }
         case .execute(let account, let statements):
-            return task(call, writer) { replies in try await execute(account, statements, writer: replies) }
+            return task(call, writer) { replies in try await execute(account, statements, peer: call.peer, writer: replies) }
         }
     }
 

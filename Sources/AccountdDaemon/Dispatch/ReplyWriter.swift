@@ -1,12 +1,11 @@
 import AccountdProtocol
 import NIOCore
-import Synchronization
 
 /// The client went away while replies were being written.
 struct ClientGone: Error {}
 
 /// A request's way to its connection's one writer (``ConnectionWriter``), from the task
-/// that runs it and from the pool threads that task hands work to.
+/// that runs it (and, for a switch's progress, from the pool thread it hands work to).
 ///
 /// It writes nothing itself: every reply is appended to the connection's writer on the
 /// channel's event loop (where the task runs, so a reply costs no hop), so the replies of
@@ -62,24 +61,42 @@ struct ReplyWriter: Sendable {
         }
     }
 
-    /// Writes framed reply bytes from a blocking thread (an export's chunks, a switch's
-    /// progress, a streamed query's rows), returning once the bytes written this way before
-    /// them are handed to the socket: one chunk goes out while the next is made, and a slow
-    /// reader slows the work down (at most two chunks held) instead of growing the daemon's
-    /// memory. The bytes go to the event loop, into the connection's writer, after the
-    /// replies sent before.
-    var blockingWrite: @Sendable ([UInt8]) throws -> Void {
-        guard let writer else { return { _ in } }
-        let loop = loop
-        let inFlight = InFlightWrite()
-        return { bytes in
-            let written = loop.flatSubmit { writer.value.write(ByteBuffer(bytes: bytes)) }
-            do {
-                // The pool thread waits here, never an event loop.
-                try inFlight.replace(with: written)?.wait()
-            } catch {
-                throw ClientGone()
-            }
+    /// Hands framed reply bytes (a piece of a streamed Query or Export) to the connection's
+    /// writer, after the replies sent before, and returns the write without waiting for it:
+    /// the caller makes the next piece meanwhile, then awaits this one (``written(_:within:)``),
+    /// so a stream holds at most two pieces and no thread waits for the client.
+    func start(_ bytes: [UInt8]) -> EventLoopFuture<Void> {
+        guard let writer else { return loop.makeSucceededVoidFuture() }
+        if loop.inEventLoop { return writer.value.write(ByteBuffer(bytes: bytes)) }
+        return loop.flatSubmit { writer.value.write(ByteBuffer(bytes: bytes)) }
+    }
+
+    /// Suspends until `write` (from ``start(_:)``) is handed to the socket.
+    ///
+    /// - Throws: ``ClientGone`` when the client went away; ``ReplyStalled`` when the client
+    ///   took none of it within `bound`.
+    func written(_ write: EventLoopFuture<Void>, within bound: Duration) async throws {
+        let loop = write.eventLoop
+        let settled = loop.makePromise(of: Void.self)
+        let (seconds, attoseconds) = bound.components
+        let timer = loop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+            settled.fail(ReplyStalled())
+        }
+        // Whichever comes first settles it; NIO ignores the second.
+        write.whenComplete { result in
+            timer.cancel()
+            settled.completeWith(result.mapError { _ in ClientGone() })
+        }
+        try await settled.futureResult.get()
+    }
+
+    /// Sends `reply` from any thread (a switch's progress, made on a pool thread) without
+    /// waiting: it is written after the replies sent before it. For a few small replies only.
+    func post(_ reply: Reply) {
+        guard let writer else { return }
+        loop.execute {
+            writer.value.send(reply)
+            writer.value.flush()
         }
     }
 
@@ -103,15 +120,5 @@ struct ReplyWriter: Sendable {
     }
 }
 
-/// The one write a ``ReplyWriter/blockingWrite`` has in flight.
-private final class InFlightWrite: Sendable {
-    private let last = Mutex<EventLoopFuture<Void>?>(nil)
-
-    /// Records `write` as the one in flight and returns the one it follows.
-    func replace(with write: EventLoopFuture<Void>) -> EventLoopFuture<Void>? {
-        last.withLock { last in
-            defer { last = write }
-            return last
-        }
-    }
-}
+/// The client took nothing of a streamed reply's piece for the stream's stall bound (``ReplyStream``).
+struct ReplyStalled: Error {}

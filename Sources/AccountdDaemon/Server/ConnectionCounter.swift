@@ -1,28 +1,65 @@
 import Synchronization
 
-/// Counts open connections against `limits.maxConnections`, and reports them to the
-/// daemon's metrics (accepted, refused, open).
+/// Counts open connections against `limits.maxConnections` and each uid's share of them
+/// (`limits.maxConnectionsPerUid`), and reports them to the daemon's metrics (accepted,
+/// refused, open). One person's idle connections so never lock another person out. Root
+/// (uid 0), who administers the daemon, counts against the total only.
 final class ConnectionCounter: Sendable {
+    /// `limits.maxConnections`.
     let limit: Int
+    /// `limits.maxConnectionsPerUid`.
+    let perUid: Int
     private let metrics: DaemonMetrics
-    private let open = Atomic<Int>(0)
 
-    init(limit: Int, metrics: DaemonMetrics) {
+    private struct State {
+        var open = 0
+        var byUid: [UInt32: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Why a connection was not taken.
+    enum Refusal: Error, Equatable {
+        /// `limits.maxConnections` are open.
+        case total
+        /// Its uid has `limits.maxConnectionsPerUid` open.
+        case uid
+    }
+
+    init(limit: Int, perUid: Int? = nil, metrics: DaemonMetrics) {
         self.limit = limit
+        self.perUid = max(1, min(perUid ?? limit, limit))
         self.metrics = metrics
     }
 
-    /// Takes a slot; false when the limit is reached (the slot is not taken).
-    func enter() -> Bool {
-        let now = open.add(1, ordering: .relaxed).newValue
-        if now > limit {
-            open.subtract(1, ordering: .relaxed)
-            metrics.connectionRefused()
-            return false
+    /// Takes a slot for a connection of `uid`; the refusal when a limit is reached (no slot is taken).
+    func enter(uid: UInt32) -> Refusal? {
+        let outcome = state.withLock { state -> Result<Int, Refusal> in
+            if state.open >= limit { return .failure(.total) }
+            let mine = state.byUid[uid, default: 0]
+            if mine >= perUid && uid != 0 { return .failure(.uid) }
+            state.open += 1
+            state.byUid[uid] = mine + 1
+            return .success(state.open)
         }
-        metrics.connectionAccepted(open: now)
-        return true
+        switch outcome {
+        case .success(let open):
+            metrics.connectionAccepted(open: open)
+            return nil
+        case .failure(let refusal):
+            metrics.connectionRefused()
+            return refusal
+        }
     }
 
-    func leave() { metrics.connections(open: open.subtract(1, ordering: .relaxed).newValue) }
+    /// Gives back the slot of a connection of `uid` that closed.
+    func leave(uid: UInt32) {
+        let open = state.withLock { state -> Int in
+            state.open -= 1
+            let left = state.byUid[uid, default: 1] - 1
+            state.byUid[uid] = left > 0 ? left : nil
+            return state.open
+        }
+        metrics.connections(open: open)
+    }
 }

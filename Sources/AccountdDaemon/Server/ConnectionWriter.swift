@@ -20,8 +20,8 @@ protocol ReplyOutput: AnyObject {
 /// Replies are gathered and written together: after the event loop has handled every
 /// connection that was ready (``flushSoon()``), when a request ends outside a read, when
 /// a task begins, or once ``flushThreshold`` bytes are pending. A request's task
-/// reaches this writer through its ``ReplyWriter``; a pool thread through
-/// ``ReplyWriter/blockingWrite``, which hands its bytes to the event loop.
+/// reaches this writer through its ``ReplyWriter``; a streamed reply's pieces, made on the
+/// blocking pool, through ``ReplyWriter/start(_:)`` from that task, which awaits each write.
 final class ConnectionWriter {
     /// How many pending bytes are written at once rather than gathered further.
     static let flushThreshold = 64 * 1024

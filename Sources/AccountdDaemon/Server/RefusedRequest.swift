@@ -33,10 +33,16 @@ struct RefusedRequest: WireError {
 
 /// A connection over `limits.maxConnections`: answered with this error, then closed.
 struct TooManyConnections: WireError {
-    /// `limits.maxConnections`.
+    /// `limits.maxConnections`, or `limits.maxConnectionsPerUid` when `perUid`.
     let limit: Int
+    /// Whether the caller's uid has its share of connections open already.
+    var perUid = false
 
     var wireName: ErrorName { .tooManyConnections }
-    var wireMessage: String { "accountd already serves \(limit) connections (limits.maxConnections); retry later" }
+    var wireMessage: String {
+        perUid
+            ? "accountd already serves \(limit) connections of this uid (limits.maxConnectionsPerUid); close some of them, or retry later"
+            : "accountd already serves \(limit) connections (limits.maxConnections); retry later"
+    }
     var wireFacts: [(String, JSONValue)] { [("limit", JSONValue(limit))] }
 }

@@ -61,8 +61,8 @@ struct SocketServer: Service {
             return PeerCredentialsReader.read(from: provider)
                 .flatMapThrowing { peer in
                     // A connection over the limit gets no handler: it is answered with an error and closed.
-                    guard counter.enter() else { return Accepted(channel: channel, peer: peer, admitted: false) }
-                    channel.closeFuture.whenComplete { _ in counter.leave() }
+                    if let refusal = counter.enter(uid: peer.uid) { return Accepted(channel: channel, peer: peer, refusal: refusal) }
+                    channel.closeFuture.whenComplete { _ in counter.leave(uid: peer.uid) }
                     let pipeline = channel.pipeline.syncOperations
                     if framing == .varlink {
                         try pipeline.addHandler(ReplyTerminator())
@@ -72,7 +72,7 @@ struct SocketServer: Service {
                         Connection(
                             peer: peer, dispatcher: dispatcher, hub: hub, maximumRequestBytes: maximumRequestBytes, framing: framing,
                             idleTimeout: idleTimeout, logger: logger))
-                    return Accepted(channel: channel, peer: peer, admitted: true)
+                    return Accepted(channel: channel, peer: peer, refusal: nil)
                 }
         }
     }
@@ -115,8 +115,9 @@ struct SocketServer: Service {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await accepted in connections.cancelOnGracefulShutdown() {
-                    guard accepted.admitted else {
-                        group.addTask { await refuse(accepted, limit: counter.limit) }
+                    if let refusal = accepted.refusal {
+                        let error = TooManyConnections(limit: refusal == .uid ? counter.perUid : counter.limit, perUid: refusal == .uid)
+                        group.addTask { await refuse(accepted, error) }
                         continue
                     }
                     group.addTask {
@@ -134,12 +135,13 @@ struct SocketServer: Service {
         }
     }
 
-    /// Answers a connection over the limit with an error and closes it.
-    private func refuse(_ accepted: Accepted, limit: Int) async {
+    /// Answers a connection over a limit with an error and closes it.
+    private func refuse(_ accepted: Accepted, _ error: TooManyConnections) async {
+        let which = error.perUid ? "of this uid (limits.maxConnectionsPerUid)" : "(limits.maxConnections)"
         logger.warning(
-            "refused a connection from uid \(accepted.peer.uid): \(limit) connections are open (limits.maxConnections)",
+            "refused a connection from uid \(accepted.peer.uid): \(error.limit) connections \(which) are open",
             metadata: ["peer_uid": "\(accepted.peer.uid)"])
-        let reply = TooManyConnections(limit: limit).reply
+        let reply = error.reply
         let channel = accepted.channel
         try? await channel.writeAndFlush(ByteBuffer(string: reply.encoded(for: framing))).get()
         try? await channel.close()
@@ -175,8 +177,8 @@ struct SocketServer: Service {
 struct Accepted: Sendable {
     var channel: any Channel
     var peer: PeerCredentials
-    /// False for a connection over `limits.maxConnections`.
-    var admitted: Bool
+    /// Why the connection is refused (over `limits.maxConnections` or its uid's share); nil when admitted.
+    var refusal: ConnectionCounter.Refusal?
 }
 
 struct SocketError: Error, CustomStringConvertible {

@@ -8,6 +8,8 @@ import NIOPosix
 /// run their file work here (``BlockingRunner``).
 final class BlockingPool: BlockingRunner {
     private let pool: NIOThreadPool
+    /// How many threads it has.
+    let threads: Int
 
     /// The daemon's pool size: four threads per core, at least eight, so that slow disk work
     /// on a few accounts leaves threads for the rest; plus one for each account a `Migrate`
@@ -18,6 +20,7 @@ final class BlockingPool: BlockingRunner {
     }
 
     init(threads: Int) {
+        self.threads = threads
         pool = NIOThreadPool(numberOfThreads: threads)
         pool.start()
     }

@@ -22,12 +22,20 @@ import Logging
 /// Statements are guarded (``StatementGuard``), stopped at `limits.queryTimeoutMs` and when
 /// their client goes away. Connections stay open between requests (``SQLConnectionCache``).
 final class DataService: Sendable {
-    /// The limits of `limits.*` that apply to statements.
+    /// The limits of `limits.*` that apply to statements and streamed replies.
     struct Limits: Sendable {
         /// `limits.queryTimeoutMs`.
         var timeoutMs = 5000
         /// `limits.queryMaxRows`.
         var maxRows = 10_000
+        /// `limits.statementsPerUid`: how many of one uid's statements run at once (``UidShares``).
+        var statementsPerUid = 8
+        /// `limits.streamStallSeconds`: how long a streamed reply waits for its client (``ReplyStream``).
+        var streamStallSeconds: Double = 30
+        /// `limits.stagedExportsPerUid`: the copies `Export sqlite` stages for one uid at once (``StagedExports``).
+        var stagedExportsPerUid = 2
+        /// `limits.stagedExports`: the copies `Export sqlite` stages at once in all.
+        var stagedExports = 8
     }
 
     /// How many bytes of rows one streamed `Query` reply carries at most (about).
@@ -36,10 +44,12 @@ final class DataService: Sendable {
     let limits: Limits
     private let stores: Reloadable<AccountStore>
     private let switching: SwitchService
-    private let connections: SQLConnectionCache
-    private let pool: BlockingPool
+    let connections: SQLConnectionCache
+    let pool: BlockingPool
     private let hub: EventHub
     private let batches = ExecuteBatches()
+    /// Each caller uid's share of the pool for statements.
+    let shares: UidShares
 
     init(limits: Limits, stores: Reloadable<AccountStore>, switching: SwitchService, connections: SQLConnectionCache, pool: BlockingPool, hub: EventHub) {
         self.limits = limits
@@ -48,6 +58,7 @@ final class DataService: Sendable {
         self.connections = connections
         self.pool = pool
         self.hub = hub
+        shares = UidShares(perUid: limits.statementsPerUid)
     }
 
     /// The account a call acts on: the one named, or the caller's active one, which the
@@ -68,51 +79,55 @@ final class DataService: Sendable {
     ///
     /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
     ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
-    func execute(_ account: AccountName?, _ statements: [SQLStatement], gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
+    func execute(_ account: AccountName?, _ statements: [SQLStatement], uid: UInt32, gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
         let account = try target(account)
         let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
-        let done: SQLConnection.Executed = try await withCheckedThrowingContinuation { continuation in
-            let waiter = ExecuteBatches.Waiter(work: work) { continuation.resume(with: $0) }
-            if batches.add(waiter, for: account) {
-                Task { await self.drain(account) }
-            }
+        let turn: ExecuteBatches.Turn = await withCheckedContinuation { continuation in
+            let waiter = ExecuteBatches.Waiter(work: work, uid: uid) { continuation.resume(returning: $0) }
+            if batches.add(waiter, for: account) { continuation.resume(returning: .lead) }
+        }
+        let done: SQLConnection.Executed
+        switch turn {
+        case .answered(let outcome): done = try outcome.get()
+        case .lead: done = try await commitBatch(account).get()
         }
         if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
         return ExecuteReply(results: done.results)
     }
 
-    /// Commits the account's waiting `Execute`s, a batch per transaction, until none waits.
-    private func drain(_ account: AccountName) async {
+    /// Commits the next batch of the account's waiting `Execute`s in one transaction, in the
+    /// task of the request that leads it (the first of the batch), answers the others, and
+    /// hands the lead to the first `Execute` still waiting, if any; returns the leader's own
+    /// outcome. No task is started for it: each batch runs in a request's own task.
+    private func commitBatch(_ account: AccountName) async -> Result<SQLConnection.Executed, any Error> {
         let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
-        while true {
-            let batch = batches.next(for: account)
-            if batch.isEmpty { return }
-            let outcomes: [Result<SQLConnection.Executed, any Error>]
-            do {
-                outcomes = try await usable(account, locked: true) { store in
-                    let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
-                    let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
-                    let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
-                    connections.giveBack(connection, account: account, broken: broken)
-                    return outcomes
-                }
-            } catch {
-                outcomes = Array(repeating: .failure(error), count: batch.count)
+        let batch = batches.take(for: account)
+        let outcomes: [Result<SQLConnection.Executed, any Error>]
+        do {
+            outcomes = try await usable(account, locked: true, uid: batch[0].uid) { store in
+                let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+                let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
+                let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
+                connections.giveBack(connection, account: account, broken: broken)
+                return outcomes
             }
-            for (waiter, outcome) in zip(batch, outcomes) {
-                waiter.answer(outcome.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) })
-            }
+        } catch {
+            outcomes = Array(repeating: .failure(error), count: batch.count)
         }
+        let mapped = outcomes.map { $0.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) } }
+        for (waiter, outcome) in zip(batch, mapped).dropFirst() { waiter.resume(.answered(outcome)) }
+        batches.handOver(for: account)?.resume(.lead)
+        return mapped[0]
     }
 
     /// Runs `statement` and hands its rows to `sink` on a pool thread; see ``QuerySink``.
     ///
-    /// - Throws: as ``execute(_:_:gone:)``; ``ClientGone`` when the client left.
-    func query<Sink: QuerySink>(_ account: AccountName?, _ statement: SQLStatement, sink: Sink) async throws -> Sink.Result {
+    /// - Throws: as ``execute(_:_:uid:gone:)``; ``ClientGone`` when the client left.
+    func query<Sink: QuerySink>(_ account: AccountName?, _ statement: SQLStatement, uid: UInt32, sink: Sink) async throws -> Sink.Result {
         let account = try target(account)
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: sink.isGone)
-        return try await usable(account, locked: false) { store in
+        return try await usable(account, locked: false, uid: uid) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
             var broken = false
             defer { connections.giveBack(connection, account: account, broken: broken) }
@@ -171,40 +186,44 @@ final class DataService: Sendable {
     /// Runs `body` on a pool thread once the store finds the file usable; an outdated file is
     /// migrated first (at most twice, should the bundle change meanwhile).
     ///
+    /// The job runs within `uid`'s share of the pool (``UidShares``).
+    ///
     /// With `locked`, the check and `body` run holding the account (an `Execute`). Without, no
     /// lock is taken (a `Query`): a file found at the bundle's version (or a compatible newer
     /// one) has no migration to run, and the read transaction `body` begins holds one WAL
     /// snapshot, from before a restore or after it, never between.
-    private func usable<T: Sendable>(
-        _ account: AccountName, locked: Bool, _ body: @escaping @Sendable (AccountStore) throws -> T
+    func usable<T: Sendable>(
+        _ account: AccountName, locked: Bool, uid: UInt32, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
         let (timeoutMs, connections) = (limits.timeoutMs, connections)
         for _ in 0..<3 {
             let store = stores.current
             let hold = locked ? try await store.hold(account) : nil
             defer { hold?.release() }
-            let result: T? = try await pool.run {
-                do {
-                    // The decision table, unless this file was found usable under this bundle
-                    // already and nothing replaced or migrated it since.
-                    func check() throws -> Bool {
-                        let path = store.root.accountPath(account)
-                        if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
-                        guard try store.usableState(account) != .outdated else { return false }
-                        connections.markChecked(account, target: store.targetVersion, path: path)
-                        return true
+            let result: T? = try await shares.run(uid) { [pool] in
+                try await pool.run {
+                    do {
+                        // The decision table, unless this file was found usable under this bundle
+                        // already and nothing replaced or migrated it since.
+                        func check() throws -> Bool {
+                            let path = store.root.accountPath(account)
+                            if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
+                            guard try store.usableState(account) != .outdated else { return false }
+                            connections.markChecked(account, target: store.targetVersion, path: path)
+                            return true
+                        }
+                        guard let hold else {
+                            // A Query takes no lock, so it asks here what a locked call learns from the lock.
+                            try store.root.refuseHandedOff(account)
+                            try store.root.refuseLinkedFolders(account)
+                            return try check() ? try body(store) : nil
+                        }
+                        return try store.withAccount(account, holding: hold) { () throws -> T? in
+                            try check() ? try body(store) : nil
+                        }
+                    } catch {
+                        throw Self.wire(error, account: account, timeoutMs: timeoutMs)
                     }
-                    guard let hold else {
-                        // A Query takes no lock, so it asks here what a locked call learns from the lock.
-                        try store.root.refuseHandedOff(account)
-                        try store.root.refuseLinkedFolders(account)
-                        return try check() ? try body(store) : nil
-                    }
-                    return try store.withAccount(account, holding: hold) { () throws -> T? in
-                        try check() ? try body(store) : nil
-                    }
-                } catch {
-                    throw Self.wire(error, account: account, timeoutMs: timeoutMs)
                 }
             }
             if let result { return result }
@@ -216,7 +235,7 @@ final class DataService: Sendable {
 
     /// `error` as it goes to the client: ``ClientGone`` for a statement stopped because its
     /// client left, `QueryTimeout` with the limit and what to do.
-    private static func wire(_ error: any Error, account: AccountName, timeoutMs: Int) -> any Error {
+    static func wire(_ error: any Error, account: AccountName, timeoutMs: Int) -> any Error {
         switch error {
         case is SQLStopped:
             return ClientGone()
@@ -232,7 +251,7 @@ final class DataService: Sendable {
 
     /// Whether an error leaves the connection unfit for the next request (the file is not a
     /// database any more, I/O failed): it is then closed rather than kept.
-    private static func isFatal(_ error: ProtocolError) -> Bool {
+    static func isFatal(_ error: ProtocolError) -> Bool {
         guard error.name == .sqlError, case .int(let code)? = error[fact: "code"] else { return false }
         let primary = code & 0xFF
         return primary == 10 || primary == 11 || primary == 26 || primary == 14  // IOERR, CORRUPT, NOTADB, CANTOPEN

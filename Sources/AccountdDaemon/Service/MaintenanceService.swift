@@ -17,6 +17,8 @@ struct MaintenanceService: Sendable {
     /// Lets Litestream sync an account a last time before its file goes.
     let replication: ReplicationService
     let logger: Logger
+    /// The copies `Export sqlite` stages, bounded per uid and in all.
+    var staged = StagedExports(perUid: 2, total: 8)
 
     func verify(_ account: AccountName) async throws -> VerifyReport {
         let store = stores.current
@@ -238,19 +240,5 @@ struct MaintenanceService: Sendable {
             "account \(account) imported from \(path) (\(outcome.format.rawValue), version \(outcome.version), \(outcome.rows) rows) by uid \(caller.uid)",
             metadata: ["account": "\(account)"])
         return ImportReply(account: account.rawValue, version: outcome.version, rows: outcome.rows)
-    }
-
-    /// Exports `account` on a pool thread, writing through `write` (which blocks while the
-    /// client does not read, so a slow reader slows the export instead of growing memory).
-    /// The account's lock is held while its file is found, not while the data streams.
-    func export(_ account: AccountName, format: ExportFormat, write: @escaping @Sendable ([UInt8]) throws -> Void) async throws -> ExportSummary {
-        let store = stores.current
-        let exporter = try await store.withHold(account) { hold in try await pool.run { try store.exporter(account, holding: hold) } }
-        return try await pool.run {
-            var sink = ReplySink(write: write)
-            let summary = try exporter.export(format, to: &sink)
-            try sink.flush()
-            return summary
-        }
     }
 }

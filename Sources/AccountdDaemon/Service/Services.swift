@@ -52,7 +52,7 @@ struct Services: Sendable {
             limits: sqlLimits, stores: stores, switching: switching, connections: preferences.sqlConnections, pool: pool, hub: hub)
         maintenance = MaintenanceService(
             stores: stores, switching: switching, preferences: preferences, pool: pool, metrics: metrics, replication: replication,
-            logger: logger)
+            logger: logger, staged: StagedExports(perUid: sqlLimits.stagedExportsPerUid, total: sqlLimits.stagedExports))
     }
 
     /// The daemon's metrics as Prometheus text (`Metrics`), with the figures read now

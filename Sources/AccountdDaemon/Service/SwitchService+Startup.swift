@@ -1,14 +1,17 @@
 import AccountdCore
 import AccountdProtocol
 import Logging
+import ServiceLifecycle
 
 /// Opening the account saved in `state.json` at start-up, without holding start-up up.
 extension SwitchService {
     /// The longest wait between two attempts to open a saved account that another process holds.
     static let openingRetryCap: Duration = .seconds(30)
 
-    /// Starts opening the accounts saved in `state.json` (one per uid) and returns at once,
-    /// so the daemon listens while it opens them.
+    /// Opens the accounts saved in `state.json` (one per uid), each in a child task of this
+    /// call's task group, and returns once every one opened or failed for good. The daemon runs
+    /// it as a service of its own (``StartupOpener``) beside the sockets, so it listens while
+    /// the accounts open; a graceful shutdown cancels the retries.
     ///
     /// While a uid's saved account is not open, its `Status` says `opening`. An account another
     /// process holds locked (`AccountBusy`) is tried again in the background, after 1 s, 2 s,
@@ -17,7 +20,7 @@ extension SwitchService {
     /// uid and its `Status` saying `idle`, with the reason as `problem`.
     /// ``DaemonEvent/startupSettled`` is published once every uid's first attempt ended
     /// (systemd's `READY=1` waits for it).
-    func openSavedAccount() {
+    func openSavedAccounts() async {
         let saved: [UInt32: AccountName]
         do {
             saved = try record.readAll()
@@ -34,8 +37,10 @@ extension SwitchService {
             $0.unsettled = saved.count
             for (uid, account) in saved { $0.opening[uid] = Opening(account: account, problem: nil) }
         }
-        for (uid, account) in saved.sorted(by: { $0.key < $1.key }) {
-            Task { await self.keepOpening(account, for: uid) }
+        await withDiscardingTaskGroup { group in
+            for (uid, account) in saved.sorted(by: { $0.key < $1.key }) {
+                group.addTask { await self.keepOpening(account, for: uid) }
+            }
         }
     }
 
@@ -94,5 +99,16 @@ extension SwitchService {
     /// Whether start-up still waits for `saved`: no switch has made an account active for `uid` since.
     private func stillOpening(_ saved: AccountName, for uid: UInt32) -> Bool {
         state.withLock { $0.opening[uid]?.account == saved && $0.active[uid] == nil }
+    }
+}
+
+/// The start-up opener as a service of the daemon's `ServiceGroup`: the task that opens the
+/// saved active accounts (``SwitchService/openSavedAccounts()``) is the group's child, and
+/// a graceful shutdown cancels its retries.
+struct StartupOpener: Service {
+    let switching: SwitchService
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await switching.openSavedAccounts() }
     }
 }

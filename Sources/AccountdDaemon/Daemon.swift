@@ -164,6 +164,7 @@ public enum Daemon {
                     // Beside the sockets: the daemon listens at once, whoever holds the saved account's file.
                     // It ends once every saved account opened or failed, and the others run on.
                     .init(service: StartupOpener(switching: switching), successTerminationBehavior: .ignore),
+                    .init(service: ClearedAccountSaver(switching: switching)),
                     .init(
                         service: ReloadService(
                             loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),

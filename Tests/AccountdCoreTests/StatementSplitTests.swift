@@ -51,7 +51,7 @@ import Testing
     /// The statements as SQLite cuts them: the text of each prepared statement.
     static func sqliteCut(_ text: String, _ db: Database) throws -> [String] {
         var cuts: [String] = []
-        var statements = try db.allStatements(sql: text)
+        let statements = try db.allStatements(sql: text)
         while let statement = try statements.next() {
             cuts.append(trimmed(statement.sql))
         }

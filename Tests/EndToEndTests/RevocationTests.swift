@@ -204,7 +204,7 @@ struct RevocationTests {
         }
         #expect(end.error == .permissionDenied, "\(end)")
         #expect(exported < rows / 2, "\(exported) of \(rows) rows were exported after the grant was revoked")
-        #expect(daemon.log.contains("stopped Query of account shared-a for uid 5001"), "\(daemon.log.suffix(2000))")
+        #expect(daemon.log.contains("refused Query from uid 5001: no read grant on account shared-a"), "\(daemon.log.suffix(2000))")
         // The connections stay usable; a new request is refused as any other.
         #expect(try query.callOne(DataCalls.query("shared-a", "SELECT 1")).error == .permissionDenied)
     }

@@ -1,6 +1,7 @@
 import AccountdCore
 import AccountdProtocol
 import Logging
+import ServiceLifecycle
 
 /// The active accounts when who may read what changes: a grant (or an admin's rights) taken
 /// away by a reload or a restart, or an account removed by an admin.
@@ -19,8 +20,8 @@ extension SwitchService {
     /// process of the uid with fewer groups does not end it for the others: it gets the
     /// account, and with it `PermissionDenied`, as before. One that those credentials may no
     /// longer read either (a reload or a restart took the grant away) is cleared as the uid's
-    /// active account, at once, and in `state.json` shortly after (a task, in turn with the
-    /// switches' saves); nil is returned, so the call gets `NoActiveAccount`.
+    /// active account, at once, and in `state.json` shortly after (by ``ClearedAccountSaver``,
+    /// in turn with the switches' saves); nil is returned, so the call gets `NoActiveAccount`.
     func active(for peer: PeerCredentials, under policy: AccessPolicy) -> AccountName? {
         let (active, switcher) = state.withLock { ($0.active[peer.uid], $0.switchers[peer.uid]) }
         guard let account = active else { return nil }
@@ -36,7 +37,7 @@ extension SwitchService {
         logger.notice(
             "uid \(peer.uid) may no longer read its active account \(account) (access.grants or admin.* changed); it has no active account now",
             metadata: ["account": "\(account)", "peer_uid": "\(peer.uid)"])
-        Task { await self.saveCleared(account, of: cleared) }
+        clearedSaves.continuation.yield(ClearedActive(account: account, uids: cleared))
         return nil
     }
 
@@ -108,7 +109,7 @@ extension SwitchService {
     /// Erases `account` from `state.json` as the entry of `uids` (every uid when nil), for
     /// those whose active account it no longer is, in turn with the switches' saves (so a
     /// switch back to it committed meanwhile stands); the write on a pool thread.
-    private func saveCleared(_ account: AccountName, of uids: [UInt32]?) async {
+    func saveCleared(_ account: AccountName, of uids: [UInt32]?) async {
         do {
             try await commits.run { [self] in
                 try await pool.run {
@@ -126,6 +127,28 @@ extension SwitchService {
             logger.error(
                 "account \(account) is no longer an active account, but \(root.statePath) could not be rewritten: \(error); the next switch rewrites it",
                 metadata: ["account": "\(account)", "error": "\(error)"])
+        }
+    }
+}
+
+/// An account cleared as the active account of `uids`, to be erased from `state.json`.
+struct ClearedActive: Sendable {
+    let account: AccountName
+    let uids: [UInt32]
+}
+
+/// Saves to `state.json` the active accounts calls cleared (``SwitchService/active(for:under:)``
+/// answers on an event loop and cannot wait for a disk), one after another, for as long as
+/// the daemon runs; at a graceful shutdown it saves those already cleared, then ends.
+struct ClearedAccountSaver: Service {
+    let switching: SwitchService
+
+    func run() async {
+        let saves = switching.clearedSaves
+        await withGracefulShutdownHandler {
+            for await cleared in saves.stream { await switching.saveCleared(cleared.account, of: cleared.uids) }
+        } onGracefulShutdown: {
+            saves.continuation.finish()
         }
     }
 }

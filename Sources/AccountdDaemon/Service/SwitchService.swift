@@ -105,6 +105,9 @@ final class SwitchService: Sendable {
     /// (the save on a pool thread), a removal's check, and a purge's erasure of its name, so
     /// the file always names the account that is active. A task waits there without a thread.
     let commits = SerialGate()
+    /// The active accounts a call found its uid may no longer read, cleared in memory there
+    /// and saved to `state.json` by ``ClearedAccountSaver``, a service of the daemon.
+    let clearedSaves = AsyncStream.makeStream(of: ClearedActive.self)
 
     init(
         stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics,

@@ -9,13 +9,13 @@ import Testing
 @Suite struct AccountdClientTests {
     /// Starts accountd on `directory` with `bundle`.
     private func daemon(_ directory: borrowing TestDirectory, bundle: String = Repository.sampleBundle) throws -> DaemonProcess {
-        try DaemonProcess(directory: directory.path, bundle: bundle)
+        try DaemonProcess(directory: directory.path, bundle: bundle, arguments: DaemonProcess.patientClients(in: directory.path))
     }
 
     @Test func switchReportsEachStepOfAMultiStepMigration() async throws {
         let dir = TestDirectory()
         let v1 = try BundleFixture.truncate(Repository.sampleBundle, at: 1, into: dir.sub("v1"))
-        let old = try DaemonProcess(directory: dir.path, bundle: v1)
+        let old = try DaemonProcess(directory: dir.path, bundle: v1, arguments: DaemonProcess.patientClients(in: dir.path))
         let first = try await AccountdClient.connect(socketPath: old.socket)
         #expect(try await first.switchAccount("alice").action == "created")
         // Another account active, so the new daemon does not migrate alice as it starts.
@@ -252,7 +252,7 @@ import Testing
     @Test func migrateStreamsEachAccountThenTheSummary() async throws {
         let dir = TestDirectory()
         let v2 = try BundleFixture.truncate(Repository.sampleBundle, at: 2, into: dir.sub("v2"))
-        let old = try DaemonProcess(directory: dir.path, bundle: v2)
+        let old = try DaemonProcess(directory: dir.path, bundle: v2, arguments: DaemonProcess.patientClients(in: dir.path))
         let first = try await AccountdClient.connect(socketPath: old.socket)
         // carol ends active, so the new daemon migrates her as it starts: she is current.
         for name in ["alice", "bob", "carol"] { _ = try await first.switchAccount(name) }

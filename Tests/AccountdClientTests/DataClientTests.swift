@@ -12,7 +12,7 @@ import Testing
         let dir = TestDirectory()
         // A column without affinity keeps every value as it was bound.
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: ["CREATE TABLE app_data (key TEXT PRIMARY KEY NOT NULL, value);"])
-        let daemon = try DaemonProcess(directory: dir.path, bundle: bundle)
+        let daemon = try DaemonProcess(directory: dir.path, bundle: bundle, arguments: DaemonProcess.patientClients(in: dir.path))
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
         _ = try await client.switchAccount("alice")
         let values: [SQLValue] = [
@@ -52,7 +52,7 @@ import Testing
 
     @Test func rowsDecodeIntoDecodableTypesAndNamedParametersBind() async throws {
         let dir = TestDirectory()
-        let daemon = try DaemonProcess(directory: dir.path)
+        let daemon = try DaemonProcess(directory: dir.path, arguments: DaemonProcess.patientClients(in: dir.path))
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
         _ = try await client.switchAccount("alice")
         let results = try await client.execute([
@@ -69,7 +69,7 @@ import Testing
 
     @Test func aHundredThousandRowsStreamInOrder() async throws {
         let dir = TestDirectory()
-        let daemon = try DaemonProcess(directory: dir.path)
+        let daemon = try DaemonProcess(directory: dir.path, arguments: DaemonProcess.patientClients(in: dir.path))
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
         _ = try await client.switchAccount("alice")
         let insert = "WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?) INSERT INTO user_info(user_id, user_name) SELECT i, 'user ' || i FROM n"
@@ -101,7 +101,7 @@ import Testing
 
     @Test func aCommittedExecuteIsADataEventNamingItsTables() async throws {
         let dir = TestDirectory()
-        let daemon = try DaemonProcess(directory: dir.path)
+        let daemon = try DaemonProcess(directory: dir.path, arguments: DaemonProcess.patientClients(in: dir.path))
         let client = try await AccountdClient.connect(socketPath: daemon.socket)
         _ = try await client.switchAccount("alice")
         let watcher = try await AccountdClient.connect(socketPath: daemon.socket)

@@ -37,6 +37,17 @@ public final class DaemonProcess {
         try start()
     }
 
+    /// Arguments for a daemon whose clients are tasks of this test process: its idle timeout
+    /// is an hour, not ten minutes. Swift Testing runs the whole suite's tests on a cooperative
+    /// pool as wide as the machine's cores, and long synchronous end-to-end tests can keep a
+    /// client's task from running for minutes on a loaded 2-core machine; the daemon would
+    /// then close the client's connection as idle, which is not what such a test is about.
+    public static func patientClients(in directory: String) throws -> [String] {
+        let path = directory + "/patient.yaml"
+        try Data("limits:\n  idleTimeoutSeconds: 3600\n".utf8).write(to: URL(fileURLWithPath: path))
+        return ["--config", path]
+    }
+
     /// The command line the daemon runs with.
     public var commandLine: [String] {
         ["--data-root", dataRoot, "--socket", socket, "--schema", bundle, "--config", directory + "/none.yaml", "--log-level", "debug"] + arguments

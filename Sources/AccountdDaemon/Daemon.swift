@@ -158,6 +158,8 @@ public enum Daemon {
                         service: ReloadService(
                             loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),
                     .init(service: SocketServers(servers: servers)),
+                    // First to hear of a shutdown: a running migration must not hold it.
+                    .init(service: InterruptOnShutdown(board: switching.board, logger: logger)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

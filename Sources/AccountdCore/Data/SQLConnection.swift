@@ -42,6 +42,8 @@ public final class SQLConnection: @unchecked Sendable {
     static let statementCacheSize = 32
     /// How many SQLite virtual machine steps run between two checks of the deadline and the stop.
     static let progressSteps: Int32 = 1000
+    /// How long a statement waits for another connection's lock, in milliseconds.
+    static let busyTimeoutMs: Int32 = 10_000
 
     let handle: OpaquePointer
     public let path: String
@@ -86,7 +88,7 @@ public final class SQLConnection: @unchecked Sendable {
         _ = accountd_sqlite3_defensive_on(db)
         _ = accountd_sqlite3_trusted_schema_off(db)
         _ = accountd_sqlite3_load_extension_off(db)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyTimeoutMs)
         sqlite3_limit(db, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_set_authorizer(

@@ -158,10 +158,12 @@ struct Dispatcher: Sendable {
             return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica)) }
         case .importAccount(let account, let path, let rebind):
             return task(call, writer) { _ in Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, caller: call.peer)) }
-        case .query(let account, let statement, let maxRows):
-            return task(call, writer) { replies in try await query(account, statement, maxRows: maxRows, more: call.more, writer: replies) }
-        case .execute(let account, let statements):
-            return task(call, writer) { replies in try await execute(account, statements, writer: replies) }
+        case .query(let account, let statement, let maxRows, let migrate):
+            return task(call, writer) { replies in
+                try await query(account, statement, maxRows: maxRows, migrate: migrate, more: call.more, writer: replies)
+            }
+        case .execute(let account, let statements, let migrate):
+            return task(call, writer) { replies in try await execute(account, statements, migrate: migrate, writer: replies) }
         }
     }
 

@@ -59,7 +59,7 @@ struct Services: Sendable {
     /// (``FleetFigures``). Blocking: lists and stats the data root.
     func metricsText() -> String {
         let fleet = FleetFigures.read(
-            store: stores.current, census: census, board: switching.board, failed: switching.failedAccounts.accounts,
+            store: stores.current, census: census, board: switching.board, failed: switching.failedAccounts.all,
             active: switching.activeAccounts)
         return metrics.text(active: switching.active, fleet: fleet, now: Date().timeIntervalSince1970)
     }

@@ -88,8 +88,8 @@ final class SwitchService: Sendable {
     /// Asked before an account is created, so that no new empty file shadows the replica's copy.
     let replication: ReplicationService
     let board = MigrationBoard()
-    /// The accounts whose last open failed, for the metrics.
-    let failedAccounts = AccountFailures()
+    /// The accounts whose last open failed, for the metrics, `Status` and `List`; kept in `failures.json`.
+    let failedAccounts: AccountFailures
     let state = Mutex(State())
     /// `state.json`: the durable record of every uid's active account.
     let record: ActiveAccountRecord
@@ -113,6 +113,7 @@ final class SwitchService: Sendable {
         self.logger = logger
         ownUID = getuid()
         record = ActiveAccountRecord(path: stores.current.root.statePath, owner: ownUID)
+        failedAccounts = AccountFailures(record: FailureRecord(root: stores.current.root), logger: logger)
     }
 
     var root: DataRoot { stores.current.root }
@@ -212,6 +213,12 @@ final class SwitchService: Sendable {
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
         then: @escaping @Sendable (OpenOutcome) async throws -> T = { _ in () }
     ) async throws -> (OpenOutcome, T, AccountStore) {
+        // Stopping: a fleet's Migrate in progress begins no further account.
+        if SQLiteInterrupt.isStopping {
+            throw AccountdError(
+                .interrupted, "the daemon is stopping; account \(account) was not opened and is as it was; try again once it runs",
+                account: account.rawValue)
+        }
         board.begin(account)
         defer {
             board.end(account)
@@ -219,20 +226,33 @@ final class SwitchService: Sendable {
         }
         do {
             let result = try await openHeld(account, create: create, progress: progress, then: then)
-            failedAccounts.succeeded(account)
+            await failedAccounts.succeeded(account, on: pool, logger: logger)
             if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
             return result
+        } catch var failure as AccountdError where failure.kind == .interrupted {
+            // Stopped by the shutdown, rolled back: not the account's failure.
+            if failure.account == nil { failure.account = account.rawValue }
+            throw failure
         } catch {
             let migrationRan = board.steps(account) > 0
-            let failure = error as? AccountdError
+            var failure = error as? AccountdError
+            // Every failure's log line names the account (journalctl ACCOUNT=...), also one
+            // before the first migration step (a snapshot that could not be taken).
+            if failure != nil, failure?.account == nil { failure?.account = account.rawValue }
             let name = failure?.wireName.shortName ?? ErrorName.internalError.shortName
-            if migrationRan { metrics.migrationFailed(error: name) }
+            if migrationRan {
+                metrics.migrationFailed(error: name)
+                // Its before-migrate snapshot was taken (or kept from the last attempt), and stays.
+                metrics.snapshot(.migrate)
+            }
             // The account's own failures, not a busy lock or a missing file.
             let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
-            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true { failedAccounts.failed(account, error: name) }
-            noteFailure(account, error, migrationRan: migrationRan)
-            throw error
+            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
+                await failedAccounts.failed(account, error: failure ?? error, on: pool, logger: logger)
+            }
+            noteFailure(account, failure ?? error, migrationRan: migrationRan)
+            throw failure ?? error
         }
     }
 

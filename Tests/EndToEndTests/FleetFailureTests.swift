@@ -26,7 +26,10 @@ import Testing
     /// Holds `path` locked against readers from this process, as `sqlite3` with
     /// `PRAGMA locking_mode=EXCLUSIVE` would; the returned queue lets go when closed.
     static func lockExclusively(_ path: String) throws -> DatabaseQueue {
-        let holder = try DatabaseQueue(path: path)
+        var config = Configuration()
+        // The transaction stays open past this access, until the queue is closed.
+        config.allowsUnsafeTransactions = true
+        let holder = try DatabaseQueue(path: path, configuration: config)
         try holder.inDatabase { db in
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "BEGIN EXCLUSIVE")

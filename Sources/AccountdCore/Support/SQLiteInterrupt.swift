@@ -40,18 +40,14 @@ public final class SQLiteInterrupt: Sendable {
 
     /// Runs `body` on `db` with this interrupt's progress handler in place, and removes it after.
     func run<T>(on db: Database, _ body: () throws -> T) throws -> T {
+        guard let connection = db.sqliteConnection else { return try body() }
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_progress_handler(
-            db.sqliteConnection, Self.progressSteps,
+            connection, Self.progressSteps,
             { context in
                 Unmanaged<SQLiteInterrupt>.fromOpaque(context!).takeUnretainedValue().isStopped ? 1 : 0
             }, context)
-        defer { sqlite3_progress_handler(db.sqliteConnection, 0, nil, nil) }
+        defer { sqlite3_progress_handler(connection, 0, nil, nil) }
         return try withExtendedLifetime(self) { try body() }
-    }
-
-    /// Whether `error` is SQLite's answer to a stop (`SQLITE_INTERRUPT`).
-    static func isInterruption(_ error: DatabaseError) -> Bool {
-        error.resultCode.primaryResultCode == .SQLITE_INTERRUPT
     }
 }

@@ -36,12 +36,10 @@ final class AccountFailures: Sendable {
 
     /// The state a failure of `kind` counts the account in.
     static func state(of kind: AccountdError.Kind?) -> String {
-        switch kind {
-        case .accountCorrupt?: "corrupt"
-        case .accountTooNew?: "too_new"
-        case .accountBusy?: "unavailable"
-        default: "failed"
-        }
+        if kind == .accountCorrupt { return "corrupt" }
+        if kind == .accountTooNew { return "too_new" }
+        if kind == .accountBusy { return "unavailable" }
+        return "failed"
     }
 
     /// `account` failed with `error`; saved on `pool`.
@@ -69,8 +67,8 @@ final class AccountFailures: Sendable {
     private func save(on pool: BlockingPool, logger: Logger) async {
         guard let record else { return }
         do {
-            try await saves.run { [failed] in
-                let now = failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
+            try await saves.run {
+                let now = self.failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
                 try await pool.run { try record.save(now) }
             }
         } catch {

@@ -240,6 +240,7 @@ final class SwitchService: Sendable {
             // Every failure's log line names the account (journalctl ACCOUNT=...), also one
             // before the first migration step (a snapshot that could not be taken).
             if failure != nil, failure?.account == nil { failure?.account = account.rawValue }
+            let reported: any Error = if let failure { failure } else { error }
             let name = failure?.wireName.shortName ?? ErrorName.internalError.shortName
             if migrationRan {
                 metrics.migrationFailed(error: name)
@@ -249,10 +250,10 @@ final class SwitchService: Sendable {
             // The account's own failures, not a busy lock or a missing file.
             let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
             if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
-                await failedAccounts.failed(account, error: failure ?? error, on: pool, logger: logger)
+                await failedAccounts.failed(account, error: reported, on: pool, logger: logger)
             }
-            noteFailure(account, failure ?? error, migrationRan: migrationRan)
-            throw failure ?? error
+            noteFailure(account, reported, migrationRan: migrationRan)
+            throw reported
         }
     }
 
@@ -260,7 +261,7 @@ final class SwitchService: Sendable {
     private func openHeld<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
-        let (store, board, hub, preferences, replication) = (stores.current, board, hub, preferences, replication)
+        let (store, board, hub, preferences, replication, logger) = (stores.current, board, hub, preferences, replication, logger)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
             await preferences.close(account)
@@ -270,6 +271,12 @@ final class SwitchService: Sendable {
             let outcome = try await pool.run {
                 try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)
+                    // A migration that runs long is named in the log while it runs, not only at its end.
+                    if step.step == 1 {
+                        logger.notice(
+                            "account \(account): migrating to version \(store.targetVersion) (\(step.of) step(s), the first \(step.name))",
+                            metadata: ["account": "\(account)"])
+                    }
                     hub.publish(
                         .watched(
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))

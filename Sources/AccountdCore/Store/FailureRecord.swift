@@ -16,12 +16,22 @@ public struct FailureRecord: Sendable {
         public var message: String
         /// When it failed (ISO 8601).
         public var at: String
+        /// The fingerprint of the bundle it failed under: a migration or an `on-open.sql` that
+        /// failed says nothing about the account under another bundle (a rollback, a fix).
+        public var bundle: String?
 
-        public init(error: String, state: String, message: String, at: Date = Date()) {
+        public init(error: String, state: String, message: String, bundle: String?, at: Date = Date()) {
             self.error = error
             self.state = state
             self.message = message
+            self.bundle = bundle
             self.at = Timestamp.string(at)
+        }
+
+        /// Whether it still counts under the bundle with `fingerprint`: damage inside a file
+        /// does under any bundle, a failed migration or `on-open.sql` only under its own.
+        public func applies(underBundle fingerprint: String) -> Bool {
+            state == "corrupt" || bundle == nil || bundle == fingerprint
         }
     }
 

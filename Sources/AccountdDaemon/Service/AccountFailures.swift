@@ -42,12 +42,12 @@ final class AccountFailures: Sendable {
         return "failed"
     }
 
-    /// `account` failed with `error`; saved on `pool`.
-    func failed(_ account: AccountName, error: any Error, on pool: BlockingPool, logger: Logger) async {
+    /// `account` failed with `error` under the bundle with fingerprint `bundle`; saved on `pool`.
+    func failed(_ account: AccountName, error: any Error, bundle: String, on pool: BlockingPool, logger: Logger) async {
         let failure = error as? AccountdError
         let entry = FailureRecord.Failure(
             error: failure?.wireName.shortName ?? ErrorName.internalError.shortName, state: Self.state(of: failure?.kind),
-            message: failure?.message ?? "\(error)")
+            message: failure?.message ?? "\(error)", bundle: bundle)
         failed.withLock { $0[account] = entry }
         await save(on: pool, logger: logger)
     }
@@ -58,11 +58,15 @@ final class AccountFailures: Sendable {
         await save(on: pool, logger: logger)
     }
 
-    /// The failure of `account`, if it has one.
-    func failure(of account: AccountName) -> FailureRecord.Failure? { failed.withLock { $0[account] } }
+    /// The failure of `account` that counts under the bundle with `fingerprint`, if it has one.
+    func failure(of account: AccountName, underBundle fingerprint: String) -> FailureRecord.Failure? {
+        failed.withLock { $0[account] }.flatMap { $0.applies(underBundle: fingerprint) ? $0 : nil }
+    }
 
-    /// Every failed account's failure.
-    var all: [AccountName: FailureRecord.Failure] { failed.withLock { $0 } }
+    /// Every failed account's failure that counts under the bundle with `fingerprint`.
+    func all(underBundle fingerprint: String) -> [AccountName: FailureRecord.Failure] {
+        failed.withLock { $0 }.filter { $0.value.applies(underBundle: fingerprint) }
+    }
 
     private func save(on pool: BlockingPool, logger: Logger) async {
         guard let record else { return }

@@ -250,7 +250,7 @@ final class SwitchService: Sendable {
             // The account's own failures, not a busy lock or a missing file.
             let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
             if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
-                await failedAccounts.failed(account, error: reported, on: pool, logger: logger)
+                await failedAccounts.failed(account, error: reported, bundle: stores.current.bundle.fingerprint, on: pool, logger: logger)
             }
             noteFailure(account, reported, migrationRan: migrationRan)
             throw reported

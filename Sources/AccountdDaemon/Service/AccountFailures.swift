@@ -52,7 +52,8 @@ final class AccountFailures: Sendable {
         await save(on: pool, logger: logger)
     }
 
-    /// `account` opened: it no longer counts as failed (saved on `pool` if it did).
+    /// `account` opened, or was removed: it no longer counts as failed, and a purged
+    /// account's name leaves `failures.json` (saved on `pool` if it was there).
     func succeeded(_ account: AccountName, on pool: BlockingPool, logger: Logger) async {
         guard failed.withLock({ $0.removeValue(forKey: account) }) != nil else { return }
         await save(on: pool, logger: logger)

@@ -160,6 +160,8 @@ struct MaintenanceService: Sendable {
                 try await replication.release(account)
             }
             let outcome = try await pool.run { try store.remove(account, purge: purge, handingOff: handoff, holding: hold) }
+            // Its file is gone: it fails no more, and a purged name leaves failures.json too.
+            await switching.failedAccounts.succeeded(account, on: pool, logger: logger)
             if purge { try await switching.forgetPurged(account) }
             return outcome
         }

@@ -370,11 +370,12 @@ final class SwitchService: Sendable {
         _ = state.withLock { $0.removing.remove(account) }
     }
 
-    /// Erases a purged account's name from `state.json` (its older slot may name it), in
+    /// Erases a purged account's name from `failures.json` and `state.json` (its older slot may name it), in
     /// turn with the switches' saves; the write on a pool thread.
     ///
     /// - Throws: `storage`, saying the purge itself is done, when the file cannot be written.
     func forgetPurged(_ account: AccountName) async throws {
+        await failedAccounts.succeeded(account, on: pool, logger: logger)
         do {
             try await commits.run { [self] in try await pool.run { try self.record.forget(account) } }
         } catch {

@@ -100,6 +100,9 @@ public enum Daemon {
 
     /// Loads the schema bundle, and says which.
     private static func loadBundle(_ settings: DaemonSettings, logger: Logger) throws -> SchemaBundle {
+        // Said first: a bundle whose check never ends (its migrations run on an empty
+        // database) would otherwise leave a daemon that never listens without a word.
+        logger.info("checking the schema bundle \(settings.schemaDirectory)")
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")

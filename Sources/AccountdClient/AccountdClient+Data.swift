@@ -21,12 +21,15 @@ extension AccountdClient {
     }
 
     /// ``query(_:_:account:maxRows:)`` with any ``SQLStatement``, e.g. with named parameters.
-    public func query(_ statement: SQLStatement, account: String? = nil, maxRows: Int? = nil) -> ReplyStream<QueryRow> {
+    ///
+    /// - Parameter migrate: false (admins only) reads an outdated account at its stored
+    ///   version, without migrating it first.
+    public func query(_ statement: SQLStatement, account: String? = nil, maxRows: Int? = nil, migrate: Bool = true) -> ReplyStream<QueryRow> {
         let rows = QueryRows()
         return ReplyStream(
             client: self,
             command: Result { () throws(AccountdClientError) in
-                .query(account: try account.map(Self.account), statement: statement, maxRows: maxRows)
+                .query(account: try account.map(Self.account), statement: statement, maxRows: maxRows, migrate: migrate)
             },
             parse: rows.parse)
     }
@@ -41,9 +44,11 @@ extension AccountdClient {
     /// print(results[0].lastInsertRowid)
     /// ```
     ///
+    /// - Parameter migrate: false (admins only) writes an outdated account at its stored
+    ///   version, without migrating it first: to fix data a migration cannot take.
     /// - Throws: ``AccountdClientError``, e.g. `StatementNotAllowed`, `SQLError`, `PermissionDenied`.
-    public func execute(_ statements: [SQLStatement], account: String? = nil) async throws -> [ExecuteReply.Result] {
-        try await call(.execute(account: try account.map(Self.account), statements: statements), as: ExecuteReply.self).results
+    public func execute(_ statements: [SQLStatement], account: String? = nil, migrate: Bool = true) async throws -> [ExecuteReply.Result] {
+        try await call(.execute(account: try account.map(Self.account), statements: statements, migrate: migrate), as: ExecuteReply.self).results
     }
 
     /// Runs one statement that writes (see ``execute(_:account:)``).

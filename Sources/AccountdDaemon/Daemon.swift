@@ -101,6 +101,9 @@ public enum Daemon {
 
     /// Loads the schema bundle, and says which.
     private static func loadBundle(_ settings: DaemonSettings, logger: Logger) throws -> SchemaBundle {
+        // Said first: a bundle whose check never ends (its migrations run on an empty
+        // database) would otherwise leave a daemon that never listens without a word.
+        logger.info("checking the schema bundle \(settings.schemaDirectory)")
         let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
@@ -169,6 +172,8 @@ public enum Daemon {
                         service: ReloadService(
                             loader: loader, initial: settings, services: services, policy: policy, systemd: systemd, logger: logger)),
                     .init(service: SocketServers(servers: servers)),
+                    // First to hear of a shutdown: a running migration must not hold it.
+                    .init(service: InterruptOnShutdown(board: switching.board, logger: logger)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -98,8 +98,8 @@ public enum Method: String, CaseIterable, Sendable {
         case .get, .delete: ["namespace", "key", "account"]
         case .set: ["namespace", "key", "value", "account"]
         case .keys: ["namespace", "account"]
-        case .query: ["account", "sql", "parameters", "maxRows"]
-        case .execute: ["account", "statements"]
+        case .query: ["account", "sql", "parameters", "maxRows", "migrate"]
+        case .execute: ["account", "statements", "migrate"]
         }
     }
 

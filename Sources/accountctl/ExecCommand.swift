@@ -13,7 +13,9 @@ struct ExecCommand: AsyncParsableCommand {
             Schema changes, ATTACH, pragmas that change state, transaction control and writes \
             to accountd_* or sqlite_* tables are refused with StatementNotAllowed, the file \
             unchanged. Each PARAM binds the next ?: JSON when it parses as JSON (42, null, \
-            "text", {"base64":"AAE="}), else text as it is.
+            "text", {"base64":"AAE="}), else text as it is. An outdated account is migrated \
+            first; --no-migrate (admin) writes it at its stored version instead, to fix data \
+            its migration cannot take before 'accountctl migrate ACCOUNT'.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -21,7 +23,7 @@ struct ExecCommand: AsyncParsableCommand {
 
     func run() async throws {
         let client = try await global.connect()
-        let results = try await client.execute([try arguments.statement], account: arguments.account)
+        let results = try await client.execute([try arguments.statement], account: arguments.account, migrate: !arguments.noMigrate)
         if global.json { return Output.json(ExecuteReply(results: results).parameters) }
         for result in results {
             Output.fields([("changes", String(result.changes)), ("lastInsertRowid", String(result.lastInsertRowid))])

@@ -46,7 +46,10 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(help: "Create the named accounts that are missing, at the bundle's version.")
     var create = false
 
-    @Option(help: ArgumentHelp("Roll back: restore each account above version N from its before-migrate snapshot at N.", valueName: "n"))
+    // Unconditional: '--rollback-to -1' is a value (then refused by validate()), not a flag.
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Roll back: restore each account above version N from its before-migrate snapshot at N.", valueName: "n"))
     var rollbackTo: Int?
 
     @Argument(help: "The accounts to migrate.")

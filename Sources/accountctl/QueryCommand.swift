@@ -22,7 +22,7 @@ struct QueryCommand: AsyncParsableCommand {
         let client = try await global.connect()
         var table: Table?
         var count = 0
-        for try await row in await client.query(try arguments.statement, account: arguments.account) {
+        for try await row in await client.query(try arguments.statement, account: arguments.account, migrate: !arguments.noMigrate) {
             if table == nil {
                 table = Table(headers: row.columns)
                 if global.json { Output.json(QueryReply(columns: row.columns).parameters) }

@@ -11,6 +11,11 @@ struct SQLArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The account to act on (default: the active account).", valueName: "account"))
     var account: String?
 
+    @Flag(
+        name: .customLong("no-migrate"),
+        help: "Run on the account at its stored version, without migrating it first (admin): to fix data a migration cannot take.")
+    var noMigrate = false
+
     @Argument(help: "One SQL statement.")
     var sql: String
 

@@ -127,7 +127,8 @@ import Testing
             let answeredBeforeSIGTERM = switchReply != nil && left.error == nil && left.parameters == [:]
             #expect(left.error == .shuttingDown || answeredBeforeSIGTERM, "after SIGTERM: \(left.encoded())")
         }
-        #expect(rest.count <= 1, "\(rest.map { $0.encoded() })")
+        // A migration that SIGTERM stopped answers the switch ShuttingDown (rolled back), then the ping's.
+        #expect(rest.count <= (switchReply == nil ? 2 : 1), "\(rest.map { $0.encoded() })")
 
         // The file is at version 1 or 2 with every row, and sound.
         let version = try E2E.userVersion(path)

@@ -4,6 +4,9 @@ import GRDB
 /// Reads a bundle folder and runs every load-time check. See ``SchemaBundle``.
 struct BundleLoader {
     var root: String
+    /// Stops the check (the migrations run on an empty database, which a bundle's SQL may
+    /// make endless): at SIGTERM, or when a newer reload supersedes this one.
+    var interrupt = SQLiteInterrupt()
 
     func load() throws -> SchemaBundle {
         guard FileSystem.entry(at: root) == .directory else {
@@ -24,7 +27,7 @@ struct BundleLoader {
         // The full chain is the reference: it is what every existing account goes through.
         let chain = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "bundle-chain"))
         var chainLocations: [String: String] = [:]
-        try chain.writeWithoutTransaction { db in
+        try chain.writeWithoutTransaction { db in try interrupt.run(on: db) {
             var previous: [String: String] = [:]
             for migration in migrations {
                 try run(migration.script, file: migration.relativePath, in: db)
@@ -41,16 +44,16 @@ struct BundleLoader {
                     .invalidBundle,
                     "the migrations create \(reserved.joined(separator: ", ")): names beginning with accountd_ are reserved for the daemon's own records")
             }
-        }
+        } }
         let targetSchema = try chain.read { try SchemaReader.read($0) }
 
         if let schemaScript {
             let built = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "bundle-schema"))
-            try built.writeWithoutTransaction { db in
+            try built.writeWithoutTransaction { db in try interrupt.run(on: db) {
                 let filtered = SQLScript(statements: schemaScript.statements.filter { !Self.createsInternalTable($0) })
                 try run(filtered, file: "schema.sql", in: db)
                 try Self.refuseReserved(db, file: "schema.sql")
-            }
+            } }
             var locations: [String: String] = [:]
             for statement in schemaScript.statements {
                 if let object = statement.createdObject {
@@ -182,12 +185,12 @@ struct BundleLoader {
     /// `on-open.sql` must run against the target schema: tries it in `reference` and rolls it back.
     private func checkOnOpen(_ onOpenScript: SQLScript, in reference: DatabaseQueue) throws {
         // on-open.sql must run against the target schema; try it and roll it back.
-        try reference.writeWithoutTransaction { db in
+        try reference.writeWithoutTransaction { db in try interrupt.run(on: db) {
             try db.execute(sql: "SAVEPOINT on_open_check")
             defer { try? db.execute(sql: "ROLLBACK TO on_open_check; RELEASE on_open_check") }
             try run(onOpenScript, file: "on-open.sql", in: db)
             try Self.refuseReserved(db, file: "on-open.sql")
-        }
+        } }
     }
 
     /// Refuses a declarative `schema.sql` line with a directive that its reader would pass over:
@@ -281,6 +284,13 @@ struct BundleLoader {
         do {
             try ScriptRunner.run(script, file: file, in: db)
         } catch {
+            if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped {
+                throw AccountdError(
+                    .interrupted,
+                    "the check of the bundle was stopped at \(error.location), still running on an empty database (the daemon is stopping, "
+                        + "or a newer reload superseded this one); a statement there may never end: fix it",
+                    file: error.file, line: error.line)
+            }
             // A new account is built by running the bundle before the daemon's records exist, so a
             // bundle script can never rely on them.
             let reason =

@@ -70,11 +70,13 @@ public struct SchemaBundle: Sendable {
     ///
     /// - Throws: ``AccountdError`` of kind `invalidBundle`, whose message names the file and
     ///   line and whose ``AccountdError/details`` list each schema difference.
-    public static func load(from directory: String) throws -> SchemaBundle {
+    /// - Parameter interrupt: stops the check on an empty database, which a migration that
+    ///   never ends would hold forever (`interrupted`).
+    public static func load(from directory: String, interrupt: SQLiteInterrupt = SQLiteInterrupt()) throws -> SchemaBundle {
         let root = URL(fileURLWithPath: directory).standardizedFileURL.path
         do {
-            return try BundleLoader(root: root).load()
-        } catch var error as AccountdError where error.kind == .invalidBundle {
+            return try BundleLoader(root: root, interrupt: interrupt).load()
+        } catch var error as AccountdError where error.kind == .invalidBundle || error.kind == .interrupted {
             error.message = "schema bundle \(root) refused: " + error.message
             throw error
         }

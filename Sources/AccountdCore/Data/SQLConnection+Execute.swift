@@ -89,6 +89,7 @@ extension SQLConnection {
             do {
                 try run("COMMIT")
                 for (index, executed) in done { outcomes[index] = .success(executed) }
+                cutWALIfLarge()
             } catch {
                 if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
                 for (index, _) in done { outcomes[index] = .failure(error) }
@@ -96,6 +97,21 @@ extension SQLConnection {
             break
         }
         return outcomes.map { $0 ?? .failure(SQLStopped()) }
+    }
+
+    /// After a commit that left the WAL larger than `accounts.walMaxBytes`: copies it into the
+    /// file and truncates it to nothing (`wal_checkpoint(TRUNCATE)`), so that a large `Execute`
+    /// on an account nothing writes to afterwards does not keep a copy of its change on disk.
+    /// `journal_size_limit` alone cuts the WAL back only when a later write starts it over.
+    ///
+    /// Never waits: a reader in the way leaves the WAL as it is (the next large commit tries
+    /// again). With replication the checkpoints are Litestream's (``Connections/replicated``).
+    func cutWALIfLarge() {
+        guard !Connections.replicated.load(ordering: .relaxed) else { return }
+        guard FileSystem.size(of: path + "-wal") > Connections.walSizeLimit.load(ordering: .relaxed) else { return }
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, Self.busyTimeoutMs) }
+        _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
     }
 
     /// Runs one `Execute`'s statements inside the open transaction.

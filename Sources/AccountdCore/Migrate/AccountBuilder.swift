@@ -28,28 +28,31 @@ struct AccountBuilder {
                 try source.close()
             }
             try queue.writeWithoutTransaction { db in
-                try db.inTransaction(.exclusive) {
-                    switch method {
-                    case .template:
-                        // A template made from a replicated file carries Litestream's tables; a new account starts without them.
-                        try LitestreamTables.drop(db)
-                    case .schemaSQL:
-                        try run(bundle.schemaScript!, file: "schema.sql", db)
-                    case .migrations:
-                        for migration in bundle.migrations { try run(migration.script, file: migration.relativePath, db) }
+                // A migration that never ends must not hold the daemon at SIGTERM either.
+                try SQLiteInterrupt().run(on: db) {
+                    try db.inTransaction(.exclusive) {
+                        switch method {
+                        case .template:
+                            // A template made from a replicated file carries Litestream's tables; a new account starts without them.
+                            try LitestreamTables.drop(db)
+                        case .schemaSQL:
+                            try run(bundle.schemaScript!, file: "schema.sql", db)
+                        case .migrations:
+                            for migration in bundle.migrations { try run(migration.script, file: migration.relativePath, db) }
+                        }
+                        let differences = SchemaDiff(leftName: "the new file", rightName: "the bundle's target schema")
+                            .differences(try SchemaReader.read(db), bundle.targetSchema)
+                        if !differences.isEmpty {
+                            throw AccountdError(
+                                .migrationFailed,
+                                "account \(account) built from \(method.rawValue) does not match the bundle's target schema; nothing was created",
+                                account: account.rawValue, details: differences)
+                        }
+                        try AccountRecords.initialize(
+                            db, account: account.rawValue, bundle: bundle, method: method.rawValue,
+                            durationMs: (ContinuousClock.now - started).milliseconds)
+                        return .commit
                     }
-                    let differences = SchemaDiff(leftName: "the new file", rightName: "the bundle's target schema")
-                        .differences(try SchemaReader.read(db), bundle.targetSchema)
-                    if !differences.isEmpty {
-                        throw AccountdError(
-                            .migrationFailed,
-                            "account \(account) built from \(method.rawValue) does not match the bundle's target schema; nothing was created",
-                            account: account.rawValue, details: differences)
-                    }
-                    try AccountRecords.initialize(
-                        db, account: account.rawValue, bundle: bundle, method: method.rawValue,
-                        durationMs: (ContinuousClock.now - started).milliseconds)
-                    return .commit
                 }
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
@@ -74,6 +77,11 @@ struct AccountBuilder {
         do {
             try ScriptRunner.run(script, file: file, in: db)
         } catch {
+            if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT && SQLiteInterrupt.isStopping {
+                throw AccountdError(
+                    .interrupted, "creating account \(account) was stopped at \(error.location) because the daemon is stopping; nothing was created",
+                    account: account.rawValue, file: error.file, line: error.line, toVersion: bundle.targetVersion)
+            }
             throw AccountdError(
                 .migrationFailed, "creating account \(account): \(error.location) failed: \(error.sqliteMessage); nothing was created",
                 account: account.rawValue, file: error.file, line: error.line, toVersion: bundle.targetVersion)

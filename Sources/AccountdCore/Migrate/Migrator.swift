@@ -20,6 +20,8 @@ struct Migrator {
     var matched: MatchedSchemas
     /// How long a connection of its own waits for another process's lock on the file.
     var busy: Duration = Connections.defaultBusyTimeout
+    /// Stops the transaction when the daemon stops (``SQLiteInterrupt/stopAll()``): it rolls back whole.
+    var interrupt = SQLiteInterrupt()
 
     /// Migrates the file from `fromVersion` to the bundle's target.
     ///
@@ -42,23 +44,25 @@ struct Migrator {
         let started = ContinuousClock.now
         do {
             try queue.writeWithoutTransaction { db in
-                try db.inTransaction(.exclusive) {
-                    let current = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-                    guard current == fromVersion else {
-                        throw AccountdError(
-                            .accountBusy,
-                            "account \(account) changed from version \(fromVersion) to \(current) while waiting for its lock; retry the switch",
-                            account: account.rawValue, fromVersion: fromVersion, toVersion: target)
+                try interrupt.run(on: db) {
+                    try db.inTransaction(.exclusive) {
+                        let current = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                        guard current == fromVersion else {
+                            throw AccountdError(
+                                .accountBusy,
+                                "account \(account) changed from version \(fromVersion) to \(current) while waiting for its lock; retry the switch",
+                                account: account.rawValue, fromVersion: fromVersion, toVersion: target)
+                        }
+                        if let declarative = bundle.declarative {
+                            try applyPlan(declarative, db, from: fromVersion, progress: progress)
+                        } else {
+                            try applyChain(pending, db, from: fromVersion, progress: progress)
+                        }
+                        let existing = try Int.fetchOne(db, sql: "SELECT value FROM accountd_meta WHERE key = 'last_compatible_version'") ?? 0
+                        try AccountRecords.setLastCompatibleVersion(db, max(existing, bundle.lastCompatibleVersion(upTo: target)))
+                        try db.execute(sql: "PRAGMA user_version = \(target)")
+                        return .commit
                     }
-                    if let declarative = bundle.declarative {
-                        try applyPlan(declarative, db, from: fromVersion, progress: progress)
-                    } else {
-                        try applyChain(pending, db, from: fromVersion, progress: progress)
-                    }
-                    let existing = try Int.fetchOne(db, sql: "SELECT value FROM accountd_meta WHERE key = 'last_compatible_version'") ?? 0
-                    try AccountRecords.setLastCompatibleVersion(db, max(existing, bundle.lastCompatibleVersion(upTo: target)))
-                    try db.execute(sql: "PRAGMA user_version = \(target)")
-                    return .commit
                 }
             }
         } catch let error as AccountdError {
@@ -201,6 +205,13 @@ struct Migrator {
     private func failure(
         _ what: String, from: Int, file: String? = nil, line: Int? = nil, resultCode: ResultCode? = nil
     ) -> AccountdError {
+        if resultCode?.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped {
+            return AccountdError(
+                .interrupted,
+                "the migration of account \(account) from version \(from) to \(bundle.targetVersion) was stopped because the daemon is stopping; "
+                    + "rolled back, account \(account) stays at version \(from) with all its rows and is migrated at its next open",
+                account: account.rawValue, file: file ?? path, line: line, fromVersion: from, toVersion: bundle.targetVersion)
+        }
         let storageFailure = resultCode.map { [.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN].contains($0.primaryResultCode) } ?? false
         // Another process held the file past the busy timeout: nothing is wrong with the
         // account or the bundle, and the same migration may succeed once it lets go.

@@ -28,17 +28,22 @@ public final class AccountCensus: Sendable {
     public func take(_ store: AccountStore, skip: (AccountName) -> Bool) -> [AccountName: AccountStatus.State] {
         let names = store.root.accountNames()
         let previous = entries.withLock { $0 }
+        let locks = OtherProcessLocks.read()
         var next: [AccountName: Entry] = [:]
         next.reserveCapacity(names.count)
         for account in names {
             let path = store.root.accountPath(account)
             let (main, wal) = (FileStamp(path: path), FileStamp(path: path + "-wal"))
-            if let known = previous[account], known.target == store.targetVersion, known.main == main, known.wal == wal {
+            // An unavailable file is read again each time (the disk freed, the lock let go), and a
+            // lock another process took since the last read changes no stamp: it is looked for.
+            if let known = previous[account], known.target == store.targetVersion, known.main == main, known.wal == wal,
+                known.state != .unavailable, !locks.holds(main)
+            {
                 next[account] = known
             } else if skip(account) {
                 next[account] = previous[account] ?? Entry(main: nil, wal: nil, target: store.targetVersion, state: .outdated)
             } else {
-                let state = store.status(account).state
+                let state = store.status(account, locks: locks).state
                 // Stamped again after the read, which may leave an empty `-wal` beside the file:
                 // the next census finds it unchanged. A file that changed during the read is
                 // stamped as unknown, to be read again next time.

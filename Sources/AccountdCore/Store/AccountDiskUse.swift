@@ -16,7 +16,8 @@ public struct AccountDiskUse: Sendable, Hashable {
     /// How many snapshots.
     public var snapshotCount = 0
     /// Litestream's local state beside the files (`accounts/.<account>.sqlite-litestream/`);
-    /// 0 without replication.
+    /// 0 without replication, as PROTOCOL.md says: a folder left from an earlier replication
+    /// is not counted then (Litestream's own, it is removed with the account).
     public var litestreamBytes: Int64 = 0
 
     public init() {}
@@ -31,20 +32,21 @@ public struct AccountDiskUse: Sendable, Hashable {
         use.fileBytes = FileSystem.size(of: path)
         use.walBytes = FileSystem.size(of: path + "-wal")
         (use.snapshotBytes, use.snapshotCount) = tree(root.snapshotDirectory(account))
-        use.litestreamBytes = tree(root.litestreamStatePath(account)).bytes
+        if Connections.replicated.load(ordering: .relaxed) { use.litestreamBytes = tree(root.litestreamStatePath(account)).bytes }
         return use
     }
 
     /// What every account under `root` takes, in one pass over `accounts/` and `snapshots/`.
     public static func total(in root: DataRoot) -> AccountDiskUse {
         var use = AccountDiskUse()
+        let replicated = Connections.replicated.load(ordering: .relaxed)
         for name in FileSystem.contents(of: root.accountsDirectory) {
             let path = root.accountsDirectory + "/" + name
             if name.hasSuffix(".sqlite") {
                 use.fileBytes += FileSystem.size(of: path)
             } else if name.hasSuffix(".sqlite-wal") {
                 use.walBytes += FileSystem.size(of: path)
-            } else if name.hasPrefix("."), name.hasSuffix(".sqlite-litestream") {
+            } else if replicated, name.hasPrefix("."), name.hasSuffix(".sqlite-litestream") {
                 use.litestreamBytes += tree(path).bytes
             }
         }

@@ -294,7 +294,10 @@ public final class AccountStore: Sendable {
 
     /// The account's state relative to the bundle. Reads the file's records only: it
     /// never waits for a migration and never changes the file.
-    public func status(_ account: AccountName) -> AccountStatus {
+    ///
+    /// - Parameter locks: the files other processes hold locked, read once for many calls;
+    ///   nil reads them now. A file so locked is `unavailable` whatever was last read of it.
+    public func status(_ account: AccountName, locks: OtherProcessLocks? = nil) -> AccountStatus {
         let path = root.accountPath(account)
         var status = AccountStatus(
             account: account, exists: FileSystem.exists(path), version: nil, target: bundle.targetVersion, state: .missing,
@@ -302,6 +305,9 @@ public final class AccountStore: Sendable {
         guard status.exists else { return status }
         do {
             try root.refuseLinkedFolders(account)
+            if (locks ?? OtherProcessLocks.read()).holds(path) {
+                throw AccountdError(.accountBusy, "account \(account) is locked by another process", account: account.rawValue, file: path)
+            }
             // Status never waits: not for SQLite's busy timeout either.
             let facts = try readFacts(account, busy: .zero)
             status.version = facts.version
@@ -394,43 +400,6 @@ public final class AccountStore: Sendable {
             "account \(account) is at version \(facts.version), newer than this bundle's \(target), and needs a bundle "
                 + "at version \(facts.lastCompatibleVersion) or later to be read; upgrade the app. The file was left untouched",
             account: account.rawValue, file: root.accountPath(account), fromVersion: facts.version, toVersion: target)
-    }
-
-    /// A full check of an account file: integrity, foreign keys, schema and edited migrations.
-    ///
-    /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
-    /// - Throws: ``AccountdError`` when the file is missing or not an account file.
-    public func verify(_ account: AccountName, holding hold: AccountHold? = nil) throws -> VerifyReport {
-        try underLock(account, holding: hold) {
-            let path = root.accountPath(account)
-            let facts = try AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)
-            let queue = try DatabaseQueue(
-                path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "verify", busy: options.lockTimeout))
-            defer { try? queue.close() }
-            return try queue.read { db in
-                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-                let foreignKeys = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").map { row in
-                    "table \(row["table"] as String) row \((row["rowid"] as Int64?).map(String.init) ?? "?") references a missing row in \(row["parent"] as String)"
-                }
-                let schema: [String]
-                if facts.version == bundle.targetVersion {
-                    schema = SchemaDiff(leftName: "the file", rightName: "the bundle's target schema")
-                        .differences(try SchemaReader.read(db), bundle.targetSchema)
-                } else if isUsable(facts) {
-                    schema = [
-                        "not compared: the file is at version \(facts.version) and the bundle at \(bundle.targetVersion); the schema is compared when they match"
-                    ]
-                } else {
-                    schema = [
-                        "not compared: the file is at version \(facts.version), newer than the bundle's \(bundle.targetVersion), which cannot read it (it needs \(facts.lastCompatibleVersion) or later)"
-                    ]
-                }
-                return VerifyReport(
-                    account: account, integrity: integrity, foreignKeys: foreignKeys, schema: schema,
-                    schemaCompared: facts.version == bundle.targetVersion, editedMigrations: editedMigrations(facts),
-                    readableByBundle: isUsable(facts))
-            }
-        }
     }
 
     /// Whether this bundle can use a file with these facts: not one that is too new for it.

@@ -12,7 +12,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
             case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy, accountActive
-            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists, accountMoved
+            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists, accountMoved, interrupted
         }
         private let code: Code
         private init(_ code: Code) { self.code = code }
@@ -42,6 +42,10 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         public static let accountMoved = Kind(.accountMoved)
         /// The filesystem or SQLite failed in a way that is not the file's fault (disk full, permissions).
         public static let storage = Kind(.storage)
+        /// Long work (a migration, a bundle's check) was stopped before it ended, because the
+        /// daemon is stopping or a newer reload superseded it (``SQLiteInterrupt``); it was
+        /// rolled back whole and is nobody's fault: the account is migrated at its next open.
+        public static let interrupted = Kind(.interrupted)
 
         public var description: String { code.rawValue }
 
@@ -59,6 +63,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
             case .accountExists: .accountExists
             case .accountMoved: .accountMoved
             case .invalidBundle, .storage: .internalError
+            case .interrupted: .shuttingDown
             }
         }
     }

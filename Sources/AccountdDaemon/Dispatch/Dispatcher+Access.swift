@@ -35,12 +35,13 @@ extension Dispatcher {
             return try preferenceNeed(command, namespace: key.namespace, account: key.account, peer: peer)
         case .keys(let namespace, let account):
             return try preferenceNeed(command, namespace: namespace, account: account, peer: peer)
-        case .query(let account, let statement, let maxRows):
+        case .query(let account, let statement, let maxRows, let migrate):
             let target = account ?? activeAccount(of: peer)
-            return (.read(target), .query(account: target, statement: statement, maxRows: maxRows))
-        case .execute(let account, let statements):
+            // Reading a file at a version the bundle does not serve is an operator's repair tool.
+            return (migrate ? .read(target) : .admin, .query(account: target, statement: statement, maxRows: maxRows, migrate: migrate))
+        case .execute(let account, let statements, let migrate):
             let target = account ?? activeAccount(of: peer)
-            return (.write(target), .execute(account: target, statements: statements))
+            return (migrate ? .write(target) : .admin, .execute(account: target, statements: statements, migrate: migrate))
         }
     }
 

@@ -1,5 +1,6 @@
 import AccountdCore
 import AccountdProtocol
+import Foundation
 
 extension Dispatcher {
     /// `List`: the accounts `peer` may read (every one for an admin).
@@ -44,6 +45,7 @@ extension Dispatcher {
             case .all: try await switching.accountNames()
             case .accounts(let names): names
             }
+        try await refuseMissingCanary(rollout)
         let (accounts, canary) = rollout.ordered(named)
         var staged = rollout
         staged.canary = canary
@@ -84,6 +86,22 @@ extension Dispatcher {
             Malloc.trim()
         }
         return Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results))
+    }
+
+    /// Refuses, before anything is migrated, a canary that names an account with no file (and
+    /// no `create` to make it): it would fail as `AccountNotFound` and stop the rollout after the
+    /// canary's other accounts were migrated, for a typo.
+    private func refuseMissingCanary(_ rollout: MigrateRollout) async throws {
+        guard !rollout.create, !rollout.canaryAccounts.isEmpty else { return }
+        let root = services.switching.root
+        let wanted = rollout.canaryAccounts.filter { !rollout.exclude.contains($0) }
+        let missing = try await services.pool.run { wanted.filter { !FileManager.default.fileExists(atPath: root.accountPath($0)) } }
+        guard let first = missing.first else { return }
+        throw AccountdError(
+            .accountNotFound,
+            "the canary names \(missing.map(\.rawValue).joined(separator: ", ")), which has no account file here; nothing was migrated. "
+                + "Name existing accounts in canaryAccounts (accountctl list), or add create to make them",
+            account: first.rawValue)
     }
 
     /// How many accounts a `Migrate` takes before the memory it freed is handed back to the system.

@@ -4,8 +4,12 @@ import AccountdProtocol
 extension Dispatcher {
     /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`, a page per
     /// pool job (``DataService/stream(_:_:limit:uid:to:allowed:)``); without, one reply of at
-    /// most `limits.queryMaxRows` rows (fewer with `maxRows`).
-    func query(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, more: Bool, peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
+    /// most `limits.queryMaxRows` rows (fewer with `maxRows`). With `migrate: false` (an
+    /// admin's), an outdated file is read at its stored version.
+    func query(
+        _ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, migrate: Bool = true, more: Bool, peer: PeerCredentials,
+        writer: ReplyWriter
+    ) async throws -> Reply {
         let data = services.data
         if more {
             try await writer.flush()
@@ -13,20 +17,23 @@ extension Dispatcher {
             let allowed: @Sendable () throws -> Void = { [self] in
                 if let account { try check(.read(account), for: .query, peer: peer) }
             }
-            return Reply(try await data.stream(account, statement, limit: maxRows, uid: peer.uid, to: replyStream(writer), allowed: allowed))
+            return Reply(try await data.stream(account, statement, limit: maxRows, migrate: migrate, uid: peer.uid, to: replyStream(writer), allowed: allowed))
         } else {
             let limit = min(maxRows ?? data.limits.maxRows, data.limits.maxRows)
             let sink = WholeQuery(limit: limit, isGone: writer.isClientGone)
-            let reply = try await data.query(account, statement, uid: peer.uid, sink: sink)
+            let reply = try await data.query(account, statement, migrate: migrate, uid: peer.uid, sink: sink)
             // A reload that revoked the grant while the statement ran: its rows are not sent.
             if let account { try check(.read(account), for: .query, peer: peer) }
             return Reply(reply)
         }
     }
 
-    /// `Execute`: `{results}`, once every statement is durably committed.
-    func execute(_ account: AccountName?, _ statements: [SQLStatement], peer: PeerCredentials, writer: ReplyWriter) async throws -> Reply {
-        Reply(try await services.data.execute(account, statements, uid: peer.uid, gone: writer.isClientGone))
+    /// `Execute`: `{results}`, once every statement is durably committed. With `migrate: false`
+    /// (an admin's), an outdated file is written at its stored version.
+    func execute(
+        _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, peer: PeerCredentials, writer: ReplyWriter
+    ) async throws -> Reply {
+        Reply(try await services.data.execute(account, statements, migrate: migrate, uid: peer.uid, gone: writer.isClientGone))
     }
 
     /// How a streamed reply of this request is written: through `writer`, ended when its

@@ -162,16 +162,16 @@ struct Dispatcher: Sendable {
             return task(call, writer) { _ in
                 Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer))
             }
-        case .query(let account, let statement, let maxRows):
+        case .query(let account, let statement, let maxRows, let migrate):
             // A short read of a warm account is answered at once; any other runs on the pool.
-            if !call.more, let outcome = services.data.queryAtOnce(account, statement, maxRows: maxRows) {
+            if migrate, !call.more, let outcome = services.data.queryAtOnce(account, statement, maxRows: maxRows) {
                 return finish(call, outcome.map { Reply($0) }, writer: writer)
             }
             return task(call, writer) { replies in
-                try await query(account, statement, maxRows: maxRows, more: call.more, peer: call.peer, writer: replies)
+                try await query(account, statement, maxRows: maxRows, migrate: migrate, more: call.more, peer: call.peer, writer: replies)
             }
-        case .execute(let account, let statements):
-            return task(call, writer) { replies in try await execute(account, statements, peer: call.peer, writer: replies) }
+        case .execute(let account, let statements, let migrate):
+            return task(call, writer) { replies in try await execute(account, statements, migrate: migrate, peer: call.peer, writer: replies) }
         }
     }
 

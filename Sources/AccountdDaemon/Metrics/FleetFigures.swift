@@ -28,16 +28,20 @@ struct FleetFigures: Sendable {
     /// Reads the figures now. Blocking: lists the data root, stats each account's file and
     /// WAL, reads the files that changed since the last census, and walks `snapshots/`.
     static func read(
-        store: AccountStore, census: AccountCensus, board: MigrationBoard, failed: Set<AccountName>, active: Set<AccountName>
+        store: AccountStore, census: AccountCensus, board: MigrationBoard, failed: [AccountName: FailureRecord.Failure],
+        active: Set<AccountName>
     ) -> FleetFigures {
         let states = census.take(store) { board.isMigrating($0) }
         var byState = Dictionary(uniqueKeysWithValues: Self.states.map { ($0, 0) })
         for (account, state) in states {
             let name: String =
-                // A failed migration leaves the file below the bundle: such an account is
-                // `failed` until an open of it succeeds; a too-new or corrupt one says so.
-                if failed.contains(account) && (state == .outdated || state == .migrating) {
-                    "failed"
+                // An account whose last open failed counts by its failure until an open of it
+                // succeeds, whatever its file's header says: a migration rolled back (`failed`),
+                // on-open.sql failing on an account at the bundle's version (`failed`), damage
+                // inside a file whose header reads well (`corrupt`). One being migrated again
+                // counts as it did.
+                if let failure = failed[account], Self.states.contains(failure.state) {
+                    failure.state
                 } else {
                     switch state {
                     case .current, .compatibleNewer: "current"

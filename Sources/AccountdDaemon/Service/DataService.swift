@@ -9,7 +9,9 @@ import Logging
 /// account's lock (missing → `AccountNotFound`, corrupt or misbound → `AccountCorrupt`,
 /// too new → `AccountTooNew`, each leaving the file untouched). An outdated file is first
 /// brought to the bundle's version (as `Migrate` does), so no statement ever sees an old or
-/// half-migrated schema.
+/// half-migrated schema; unless an admin asks `migrate: false`, to read or fix the data of an
+/// account whose migration fails (a migration is one transaction: the file is at its stored
+/// version, never between two), which runs at the version the file is at.
 ///
 /// - An `Execute` runs under the account's lock on a pool thread, in a `BEGIN IMMEDIATE`
 ///   transaction committed with `synchronous = FULL`, and is answered after the commit.
@@ -79,9 +81,12 @@ final class DataService: Sendable {
     ///
     /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
     ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
-    func execute(_ account: AccountName?, _ statements: [SQLStatement], uid: UInt32, gone: @escaping @Sendable () -> Bool) async throws -> ExecuteReply {
+    func execute(
+        _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, uid: UInt32, gone: @escaping @Sendable () -> Bool
+    ) async throws -> ExecuteReply {
         let account = try target(account)
         let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
+        guard migrate else { return try await executeAtStoredVersion(account, work, uid: uid) }
         let turn: ExecuteBatches.Turn = await withCheckedContinuation { continuation in
             let waiter = ExecuteBatches.Waiter(work: work, uid: uid) { continuation.resume(returning: $0) }
             if batches.add(waiter, for: account) { continuation.resume(returning: .lead) }
@@ -91,6 +96,23 @@ final class DataService: Sendable {
         case .answered(let outcome): done = try outcome.get()
         case .lead: done = try await commitBatch(account).get()
         }
+        if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
+        return ExecuteReply(results: done.results)
+    }
+
+    /// An admin's `Execute` with `migrate: false`: alone in its transaction (never batched with
+    /// apps' Executes, which expect the bundle's schema), under the account's lock, on the file
+    /// at whatever usable version it is.
+    private func executeAtStoredVersion(_ account: AccountName, _ work: SQLConnection.Batched, uid: UInt32) async throws -> ExecuteReply {
+        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let outcome = try await usable(account, locked: true, migrate: false, uid: uid) { store in
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+            let outcome = connection.execute(batch: [work], timeout: timeout)[0]
+            let broken = if case .failure(let error as ProtocolError) = outcome { Self.isFatal(error) } else { false }
+            connections.giveBack(connection, account: account, broken: broken)
+            return outcome
+        }
+        let done = try outcome.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) }.get()
         if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
         return ExecuteReply(results: done.results)
     }
@@ -122,12 +144,15 @@ final class DataService: Sendable {
 
     /// Runs `statement` and hands its rows to `sink` on a pool thread; see ``QuerySink``.
     ///
-    /// - Throws: as ``execute(_:_:uid:gone:)``; ``ClientGone`` when the client left.
-    func query<Sink: QuerySink>(_ account: AccountName?, _ statement: SQLStatement, uid: UInt32, sink: Sink) async throws -> Sink.Result {
+    /// - Throws: as ``execute(_:_:migrate:uid:gone:)``; ``ClientGone`` when the client left.
+    /// - Parameter migrate: false (an admin's) reads an outdated file at its stored version.
+    func query<Sink: QuerySink>(
+        _ account: AccountName?, _ statement: SQLStatement, migrate: Bool = true, uid: UInt32, sink: Sink
+    ) async throws -> Sink.Result {
         let account = try target(account)
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: sink.isGone)
-        return try await usable(account, locked: false, uid: uid) { store in
+        return try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
             var broken = false
             defer { connections.giveBack(connection, account: account, broken: broken) }
@@ -192,8 +217,11 @@ final class DataService: Sendable {
     /// lock is taken (a `Query`): a file found at the bundle's version (or a compatible newer
     /// one) has no migration to run, and the read transaction `body` begins holds one WAL
     /// snapshot, from before a restore or after it, never between.
+    ///
+    /// With `migrate` false, an outdated file is used as it is (never marked checked: the next
+    /// call that migrates still finds it outdated).
     func usable<T: Sendable>(
-        _ account: AccountName, locked: Bool, uid: UInt32, _ body: @escaping @Sendable (AccountStore) throws -> T
+        _ account: AccountName, locked: Bool, migrate: Bool = true, uid: UInt32, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
         let (timeoutMs, connections) = (limits.timeoutMs, connections)
         for _ in 0..<3 {
@@ -208,7 +236,7 @@ final class DataService: Sendable {
                         func check() throws -> Bool {
                             let path = store.root.accountPath(account)
                             if connections.isChecked(account, target: store.targetVersion, path: path) { return true }
-                            guard try store.usableState(account) != .outdated else { return false }
+                            guard try store.usableState(account) != .outdated else { return !migrate }
                             connections.markChecked(account, target: store.targetVersion, path: path)
                             return true
                         }

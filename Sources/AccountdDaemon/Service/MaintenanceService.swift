@@ -164,6 +164,8 @@ struct MaintenanceService: Sendable {
             }
             let outcome = try await pool.run { try store.remove(account, purge: purge, handingOff: handoff, holding: hold) }
             await switching.releaseRemoved(account)
+            // Its file is gone: it fails no more, and a purged name leaves failures.json too.
+            await switching.failedAccounts.succeeded(account, on: pool, logger: logger)
             if purge { try await switching.forgetPurged(account) }
             return outcome
         }

@@ -104,16 +104,16 @@ extension DataService {
     /// grant revoked by a reload stops a stream already running.
     ///
     /// - Returns: the last reply's `{rowCount, truncated}`.
-    /// - Throws: as ``query(_:_:uid:sink:)``; ``StreamStalled`` when the client read nothing
+    /// - Throws: as ``query(_:_:migrate:uid:sink:)``; ``StreamStalled`` when the client read nothing
     ///   for `limits.streamStallSeconds` (the snapshot is released then).
     func stream(
-        _ account: AccountName?, _ statement: SQLStatement, limit: Int?, uid: UInt32, to stream: ReplyStream,
+        _ account: AccountName?, _ statement: SQLStatement, limit: Int?, migrate: Bool = true, uid: UInt32, to stream: ReplyStream,
         allowed: @escaping @Sendable () throws -> Void
     ) async throws -> QueryReply {
         let account = try target(account)
         let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
         let stop = SQLStop(gone: stream.writer.isClientGone)
-        let pages = try await usable(account, locked: false, uid: uid) { store in
+        let pages = try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
             return try QueryPages(statement, on: connection, from: connections, account: account, limit: limit, timeout: timeout, stop: stop)
         }

@@ -19,9 +19,12 @@ import UnixSignals
 ///   restart `accountd-litestream` for Litestream to read it). Whether the bundle changed
 ///   does not matter. A uid that may no longer read its active account has none from now on
 ///   (cleared in `state.json` too), and its streams of that account already running end
-///   with `PermissionDenied` before their next chunk.
-/// - A changed bundle applies to the next switch, and every uid's active account is brought
-///   to it at once (migrated if it is now older), one account after another.
+///   with `PermissionDenied` before their next piece.
+/// - A changed bundle applies to the next open, and every uid's active account is brought
+///   to it (migrated if it is now older), one account after another, in the background once
+///   the reload is done: a migration that runs long holds neither the next SIGHUP nor SIGTERM.
+/// - The bundle's check runs its migrations on an empty database; a newer SIGHUP stops a
+///   check still running (and that reload is refused, with a log line), as SIGTERM does.
 /// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
 ///   the namespaces and `preferences.groupCommit` change only with a restart; a changed
 ///   value is logged and left.
@@ -46,15 +49,40 @@ struct ReloadService: Service {
         self.logger = logger
     }
 
+    /// The check of the newest reload: a newer SIGHUP stops it (``SQLiteInterrupt``).
+    let newest = Reloadable<SQLiteInterrupt?>(nil)
+    /// One reload at a time, in the order of the signals.
+    let turns = SerialGate()
+
+    /// Reloads at each SIGHUP, never waiting for a reload before taking the next signal: a
+    /// bundle check that runs long is stopped by a newer SIGHUP (the files on disk now are
+    /// what counts), and the active accounts are brought to a new bundle in the background,
+    /// so that a migration that runs long holds neither the next reload nor SIGTERM.
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in signals.cancelOnGracefulShutdown() {
-            await reload()
+        await withDiscardingTaskGroup { group in
+            for await _ in signals.cancelOnGracefulShutdown() {
+                let interrupt = SQLiteInterrupt()
+                newest.swap(interrupt)?.stop()
+                group.addTask {
+                    guard let changed = try? await turns.run({ await reload(interrupt: interrupt) }), changed else { return }
+                    await bringActiveAccounts()
+                }
+            }
         }
     }
 
-    func reload() async {
+    /// Reads and checks the settings and the bundle, and puts them in force.
+    ///
+    /// - Parameter interrupt: stops the bundle's check when a newer SIGHUP comes, or at SIGTERM.
+    /// - Returns: whether the bundle changed (its active accounts are still to be brought to it).
+    @discardableResult
+    func reload(interrupt: SQLiteInterrupt = SQLiteInterrupt()) async -> Bool {
         logger.notice("reloading: SIGHUP received")
+        guard !interrupt.isStopped else {
+            logger.notice("reload skipped: a newer SIGHUP came before it began (or the daemon is stopping)")
+            return false
+        }
         systemd.reloading()
         defer { systemd.reloaded() }
         let old = inForce.current
@@ -63,17 +91,18 @@ struct ReloadService: Service {
             settings = try await loader.load()
         } catch {
             logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         let current = services.stores.current.bundle
         let bundle: SchemaBundle
+        logger.notice("reload: checking the schema bundle \(settings.schemaDirectory) (its migrations run on an empty database; a newer SIGHUP stops the check)")
         do {
-            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory) }
+            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory, interrupt: interrupt) }
         } catch {
             logger.error(
                 "reload refused: \(error); the previous settings stay in force, still serving bundle version \(current.targetVersion) from \(current.directory)",
                 metadata: ["error": "\(error)"])
-            return
+            return false
         }
         if settings.replication != services.replication.settings.current {
             do {
@@ -81,7 +110,7 @@ struct ReloadService: Service {
                 if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
             } catch {
                 logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
-                return
+                return false
             }
         }
         // Everything is checked: from here on, the new settings are in force.
@@ -105,12 +134,20 @@ struct ReloadService: Service {
         let inEffect = applied.isEmpty ? "" : "; now in force: " + applied.map(\.description).joined(separator: ", ")
         guard bundleChanged else {
             logger.notice("reload done: the schema bundle is unchanged (version \(bundle.targetVersion))\(inEffect)")
-            return
+            return false
         }
         logger.notice(
             "reload: now serving bundle version \(bundle.targetVersion) from \(bundle.directory) (was \(current.targetVersion))\(inEffect)")
-        // Every uid's active account, each once, in order of name.
+        return true
+    }
+
+    /// Brings every uid's active account to the bundle now in force, each once, in order of
+    /// name. It runs after the reload is done: `Status` and the metrics show each migration
+    /// while it runs, and SIGTERM stops it (rolled back whole).
+    func bringActiveAccounts() async {
+        let target = services.stores.current.targetVersion
         for active in services.switching.activeAccounts.sorted() {
+            logger.notice("reload: bringing the active account \(active) to bundle version \(target) in the background", metadata: ["account": "\(active)"])
             do {
                 let result = try await services.switching.switchTo(active, create: false, commit: .refresh, progress: nil)
                 logger.notice("reload: active account \(active) \(result.outcome.action.rawValue) at version \(result.outcome.version)", metadata: ["account": "\(active)"])

@@ -9,4 +9,13 @@ final class Reloadable<Value: Sendable>: Sendable {
     var current: Value { value.withLock { $0 } }
 
     func replace(_ newValue: Value) { value.withLock { $0 = newValue } }
+
+    /// Replaces the value and returns the one it replaced.
+    @discardableResult
+    func swap(_ newValue: Value) -> Value {
+        value.withLock { old in
+            defer { old = newValue }
+            return old
+        }
+    }
 }

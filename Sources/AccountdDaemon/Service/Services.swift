@@ -58,8 +58,9 @@ struct Services: Sendable {
     /// The daemon's metrics as Prometheus text (`Metrics`), with the figures read now
     /// (``FleetFigures``). Blocking: lists and stats the data root.
     func metricsText() -> String {
+        let store = stores.current
         let fleet = FleetFigures.read(
-            store: stores.current, census: census, board: switching.board, failed: switching.failedAccounts.accounts,
+            store: store, census: census, board: switching.board, failed: switching.failedAccounts.all(underBundle: store.bundle.fingerprint),
             active: switching.activeAccounts)
         return metrics.text(active: switching.active, fleet: fleet, now: Date().timeIntervalSince1970)
     }

@@ -71,9 +71,14 @@ extension SwitchService {
     /// One account's status; never waits for a migration. Every look at the disk (an
     /// `lstat` included) is on the blocking pool, never on the caller's event loop.
     func accountStatus(_ account: AccountName) async throws -> AccountStatus {
-        let (store, board) = (stores.current, board)
+        let store = stores.current
+        let (board, failure) = (board, failedAccounts.failure(of: account, underBundle: store.bundle.fingerprint))
         return try await pool.run {
-            guard board.isMigrating(account) else { return store.status(account) }
+            guard board.isMigrating(account) else {
+                var status = store.status(account)
+                failure?.overlay(on: &status)
+                return status
+            }
             return AccountStatus(
                 account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
                 sizeBytes: store.sizeOnDisk(account))
@@ -99,12 +104,15 @@ extension SwitchService {
     /// Only the accounts `include` allows are listed (a non-admin's readable ones).
     func list(details: Bool, include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> [ListEntry] {
         let (store, board) = (stores.current, board)
+        let failures = failedAccounts.all(underBundle: store.bundle.fingerprint)
         return try await pool.run {
-            store.root.accountNames().filter(include).map { account in
+            let locks = details ? OtherProcessLocks.read() : nil
+            return store.root.accountNames().filter(include).map { account in
                 guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
                 // The status has read the size already.
-                var status = store.status(account)
+                var status = store.status(account, locks: locks)
                 if board.isMigrating(account) { status.state = .migrating }
+                failures[account]?.overlay(on: &status)
                 return ListEntry(
                     account: account.rawValue, sizeBytes: status.sizeBytes,
                     details: ListEntry.Details(

@@ -94,8 +94,8 @@ final class SwitchService: Sendable {
     /// Asked before an account is created, so that no new empty file shadows the replica's copy.
     let replication: ReplicationService
     let board = MigrationBoard()
-    /// The accounts whose last open failed, for the metrics.
-    let failedAccounts = AccountFailures()
+    /// The accounts whose last open failed, for the metrics, `Status` and `List`; kept in `failures.json`.
+    let failedAccounts: AccountFailures
     let state = Mutex(State())
     /// `state.json`: the durable record of every uid's active account.
     let record: ActiveAccountRecord
@@ -122,6 +122,7 @@ final class SwitchService: Sendable {
         self.logger = logger
         ownUID = getuid()
         record = ActiveAccountRecord(path: stores.current.root.statePath, owner: ownUID)
+        failedAccounts = AccountFailures(record: FailureRecord(root: stores.current.root), logger: logger)
     }
 
     var root: DataRoot { stores.current.root }
@@ -221,6 +222,12 @@ final class SwitchService: Sendable {
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
         then: @escaping @Sendable (OpenOutcome) async throws -> T = { _ in () }
     ) async throws -> (OpenOutcome, T, AccountStore) {
+        // Stopping: a fleet's Migrate in progress begins no further account.
+        if SQLiteInterrupt.isStopping {
+            throw AccountdError(
+                .interrupted, "the daemon is stopping; account \(account) was not opened and is as it was; try again once it runs",
+                account: account.rawValue)
+        }
         board.begin(account)
         defer {
             board.end(account)
@@ -228,20 +235,34 @@ final class SwitchService: Sendable {
         }
         do {
             let result = try await openHeld(account, create: create, progress: progress, then: then)
-            failedAccounts.succeeded(account)
+            await failedAccounts.succeeded(account, on: pool, logger: logger)
             if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
             return result
+        } catch var failure as AccountdError where failure.kind == .interrupted {
+            // Stopped by the shutdown, rolled back: not the account's failure.
+            if failure.account == nil { failure.account = account.rawValue }
+            throw failure
         } catch {
             let migrationRan = board.steps(account) > 0
-            let failure = error as? AccountdError
+            var failure = error as? AccountdError
+            // Every failure's log line names the account (journalctl ACCOUNT=...), also one
+            // before the first migration step (a snapshot that could not be taken).
+            if failure != nil, failure?.account == nil { failure?.account = account.rawValue }
+            let reported: any Error = if let failure { failure } else { error }
             let name = failure?.wireName.shortName ?? ErrorName.internalError.shortName
-            if migrationRan { metrics.migrationFailed(error: name) }
+            if migrationRan {
+                metrics.migrationFailed(error: name)
+                // Its before-migrate snapshot was taken (or kept from the last attempt), and stays.
+                metrics.snapshot(.migrate)
+            }
             // The account's own failures, not a busy lock or a missing file.
             let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
-            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true { failedAccounts.failed(account, error: name) }
-            noteFailure(account, error, migrationRan: migrationRan)
-            throw error
+            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
+                await failedAccounts.failed(account, error: reported, bundle: stores.current.bundle.fingerprint, on: pool, logger: logger)
+            }
+            noteFailure(account, reported, migrationRan: migrationRan)
+            throw reported
         }
     }
 
@@ -249,7 +270,7 @@ final class SwitchService: Sendable {
     private func openHeld<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
-        let (store, board, hub, preferences, replication) = (stores.current, board, hub, preferences, replication)
+        let (store, board, hub, preferences, replication, logger) = (stores.current, board, hub, preferences, replication, logger)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
         return try await store.withHold(account) { hold in
             await preferences.close(account)
@@ -259,6 +280,12 @@ final class SwitchService: Sendable {
             let outcome = try await pool.run {
                 try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)
+                    // A migration that runs long is named in the log while it runs, not only at its end.
+                    if step.step == 1 {
+                        logger.notice(
+                            "account \(account): migrating to version \(store.targetVersion) (\(step.of) step(s), the first \(step.name))",
+                            metadata: ["account": "\(account)"])
+                    }
                     hub.publish(
                         .watched(
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
@@ -360,11 +387,12 @@ final class SwitchService: Sendable {
         _ = state.withLock { $0.removing.remove(account) }
     }
 
-    /// Erases a purged account's name from `state.json` (its older slot may name it), in
+    /// Erases a purged account's name from `failures.json` and `state.json` (its older slot may name it), in
     /// turn with the switches' saves; the write on a pool thread.
     ///
     /// - Throws: `storage`, saying the purge itself is done, when the file cannot be written.
     func forgetPurged(_ account: AccountName) async throws {
+        await failedAccounts.succeeded(account, on: pool, logger: logger)
         do {
             try await commits.run { [self] in try await pool.run { try self.record.forget(account) } }
         } catch {

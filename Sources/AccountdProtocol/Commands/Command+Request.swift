@@ -83,9 +83,10 @@ extension Command {
         case .query:
             self = .query(
                 account: try parameters.account(), statement: try SQLStatement(sql: parameters["sql"], parameters: parameters["parameters"]),
-                maxRows: try parameters.int("maxRows", in: 0...Int(Int32.max)))
+                maxRows: try parameters.int("maxRows", in: 0...Int(Int32.max)), migrate: try parameters.bool("migrate") ?? true)
         case .execute:
-            self = .execute(account: try parameters.account(), statements: try Self.statements(parameters))
+            self = .execute(
+                account: try parameters.account(), statements: try Self.statements(parameters), migrate: try parameters.bool("migrate") ?? true)
         }
     }
 
@@ -148,14 +149,16 @@ extension Command {
         case .keys(let namespace, let name):
             pairs.append(("namespace", .string(namespace)))
             account(name)
-        case .query(let name, let statement, let maxRows):
+        case .query(let name, let statement, let maxRows, let migrate):
             account(name)
             pairs.append(("sql", .string(statement.sql)))
             if let parameters = statement.parameters.json { pairs.append(("parameters", parameters)) }
             if let maxRows { pairs.append(("maxRows", JSONValue(maxRows))) }
-        case .execute(let name, let statements):
+            if !migrate { pairs.append(("migrate", false)) }
+        case .execute(let name, let statements, let migrate):
             account(name)
             pairs.append(("statements", .array(statements.map(\.json))))
+            if !migrate { pairs.append(("migrate", false)) }
         }
         return Request(method: method, parameters: Parameters(pairs), more: more)
     }

@@ -61,9 +61,13 @@ public enum Command: Sendable, Hashable {
     /// replica's newest state).
     case importAccount(account: AccountName, path: String, rebind: Bool = false, overReplica: Bool = false)
     /// `Query`: one read-only statement on an account's own tables; nil `maxRows` for the daemon's limit.
-    case query(account: AccountName?, statement: SQLStatement, maxRows: Int?)
+    /// With `migrate: false` (admins only), an outdated file is read at its stored version
+    /// instead of being migrated first: how an admin looks at an account whose migration fails.
+    case query(account: AccountName?, statement: SQLStatement, maxRows: Int?, migrate: Bool = true)
     /// `Execute`: statements that write an account's own tables, in one durable transaction.
-    case execute(account: AccountName?, statements: [SQLStatement])
+    /// With `migrate: false` (admins only), an outdated file is written at its stored version:
+    /// how an admin fixes the data a migration cannot take, before migrating it again.
+    case execute(account: AccountName?, statements: [SQLStatement], migrate: Bool = true)
 
     /// The method this command calls.
     public var method: Method {

@@ -45,6 +45,13 @@ public final class AccountStore: Sendable {
     public let targetVersion: Int
     public let options: Options
     let locks: AccountLocks
+    /// A number that changes whenever a hold on any account begins or ends (every handoff,
+    /// restore, removal, import, migration and write runs under one) and when a handoff is
+    /// recorded; shared with the stores ``replacing(bundle:options:)`` makes (a reload). A
+    /// caller that made the path checks of an unlocked read (``DataRoot/refuseHandedOff(_:)``,
+    /// ``DataRoot/refuseLinkedFolders(_:)``) having read it before may skip them while it is
+    /// unchanged, and must make them again once it changed. One atomic load.
+    public var checksEpoch: UInt64 { locks.epoch }
     /// Snapshots retention leaves alone for now; shared with the stores ``replacing(bundle:options:)`` makes.
     public let pins: SnapshotPins
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not

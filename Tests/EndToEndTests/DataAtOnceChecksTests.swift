@@ -30,7 +30,7 @@ import Testing
         strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
         strace.arguments = ["-f", "-e", "trace=newfstatat,lstat,stat,statx", "-o", tracePath, "-p", "\(daemon.process.processIdentifier)"]
         let messages = dir.path + "/strace.err"
-        FileManager.default.createFile(atPath: messages, contents: nil)
+        _ = FileManager.default.createFile(atPath: messages, contents: nil)
         strace.standardError = FileHandle(forWritingAtPath: messages)
         try strace.run()
         let attached = waitUntil(timeout: 20) { PreferencesTests.everyThread(of: daemon.process.processIdentifier, isTracedBy: strace.processIdentifier) }

@@ -218,7 +218,7 @@ final class DataService: Sendable {
                         let key = self.checksKey(store)
                         try store.root.refuseHandedOff(account)
                         try store.root.refuseLinkedFolders(account)
-                        guard try check() else { return nil }
+                        guard try check() else { return Optional<T>.none }
                         if self.watch != nil { connections.noteFoldersChecked(account, at: key) }
                         return try body(store)
                     }

@@ -19,7 +19,12 @@
 //   LOADGEN_STREAM=1  a reply is complete at its first line without "continues":true (a
 //                     streamed Query), whatever LINES_PER_REPLY says; the last line of the
 //                     last reply is printed to standard error.
+//   LOADGEN_THREADS=N the CLIENTS connections are spread over N threads, each waiting on its
+//                     connections with epoll, as pgbench's -j N does (still one request in
+//                     flight per connection, no pipelining); without it, one thread per
+//                     connection. Not with LOADGEN_STREAM.
 #define _GNU_SOURCE
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,6 +37,7 @@
 #include <unistd.h>
 
 static const char *socket_path;
+static int threads_wanted;    // LOADGEN_THREADS; 0 for one thread per client
 static int lines_per_reply;
 static char **requests;
 static int request_count;
@@ -89,8 +95,8 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void *client(void *arg) {
-    result_t *r = arg;
+// A connected socket to `socket_path`; exits on failure.
+static int connect_socket(void) {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     strncpy(addr.sun_path, socket_path, sizeof(addr.sun_path) - 1);
@@ -98,6 +104,89 @@ static void *client(void *arg) {
         perror("connect");
         exit(1);
     }
+    return fd;
+}
+
+// Records one answered request's latency in `r`.
+static void record(result_t *r, double elapsed) {
+    if (r->done == r->capacity) {
+        r->capacity = r->capacity ? r->capacity * 2 : 1 << 16;
+        r->latencies = realloc(r->latencies, r->capacity * sizeof(double));
+    }
+    r->latencies[r->done++] = elapsed;
+}
+
+// One connection of a multiplexing thread (LOADGEN_THREADS).
+typedef struct {
+    int fd;
+    long index;
+    unsigned seed;
+    int lines;
+    double start;
+} connection_t;
+
+// A multiplexing thread's share: `count` connections, results into `result`.
+typedef struct {
+    int count;
+    result_t *result;
+} share_t;
+
+// Sends `c`'s next request; returns 0 when there is none to send (stop, LOADGEN_TOTAL reached)
+// or the write failed.
+static int send_next(connection_t *c, result_t *r) {
+    if (stop) return 0;
+    long sequence = atomic_fetch_add(&issued, 1) + 1;
+    if (total_requests > 0 && sequence > total_requests) return 0;
+    char expanded[4096], line[4200];
+    expand(expanded, sizeof(expanded), requests[c->index % request_count], sequence, &c->seed);
+    int length = snprintf(line, sizeof(line), "%s%s", expanded, ending);
+    if (terminator == '\0') line[length++] = '\0';
+    c->index++;
+    c->lines = 0;
+    c->start = now();
+    if (write(c->fd, line, length) != length) { r->errors++; return 0; }
+    return 1;
+}
+
+// LOADGEN_THREADS: drives a share of the connections with epoll, one request in flight on each.
+static void *multiplexer(void *arg) {
+    share_t *share = arg;
+    result_t *r = share->result;
+    int epoll = epoll_create1(0);
+    connection_t *connections = calloc(share->count, sizeof(connection_t));
+    int open = 0;
+    for (int i = 0; i < share->count; i++) {
+        connection_t *c = &connections[i];
+        c->fd = connect_socket();
+        c->seed = (unsigned)(uintptr_t)c ^ (unsigned)getpid();
+        struct epoll_event event = {.events = EPOLLIN, .data.ptr = c};
+        epoll_ctl(epoll, EPOLL_CTL_ADD, c->fd, &event);
+        if (send_next(c, r)) open++; else close(c->fd);
+    }
+    char buffer[65536];
+    struct epoll_event events[64];
+    while (open > 0 && !stop) {
+        int ready = epoll_wait(epoll, events, 64, 100);
+        for (int e = 0; e < ready; e++) {
+            connection_t *c = events[e].data.ptr;
+            ssize_t got = read(c->fd, buffer, sizeof(buffer));
+            if (got <= 0) { stop = 1; break; }
+            for (ssize_t i = 0; i < got; i++) if (buffer[i] == terminator) c->lines++;
+            if (got > 8 && memmem(buffer, got, "\"error\"", 7)) r->errors++;
+            if (c->lines < lines_per_reply) continue;
+            record(r, now() - c->start);
+            if (!send_next(c, r)) { close(c->fd); c->fd = -1; open--; }
+        }
+    }
+    for (int i = 0; i < share->count; i++) if (connections[i].fd >= 0) close(connections[i].fd);
+    close(epoll);
+    free(connections);
+    return NULL;
+}
+
+static void *client(void *arg) {
+    result_t *r = arg;
+    int fd = connect_socket();
     char buffer[65536];
     long index = 0;
     unsigned seed = (unsigned)(uintptr_t)r ^ (unsigned)getpid();
@@ -147,12 +236,7 @@ static void *client(void *arg) {
             if (got > 8 && !stream && memmem(buffer, got, "\"error\"", 7)) r->errors++;
             if (stream && got > 8 && memmem(buffer, got < 64 ? got : 64, "{\"error\"", 8)) r->errors++;
         }
-        double elapsed = now() - start;
-        if (r->done == r->capacity) {
-            r->capacity = r->capacity ? r->capacity * 2 : 1 << 16;
-            r->latencies = realloc(r->latencies, r->capacity * sizeof(double));
-        }
-        r->latencies[r->done++] = elapsed;
+        record(r, now() - start);
     }
     close(fd);
     return NULL;
@@ -182,28 +266,44 @@ int main(int argc, char **argv) {
     if (getenv("LOADGEN_RANDOM")) random_max = atol(getenv("LOADGEN_RANDOM"));
     if (getenv("LOADGEN_TOTAL")) total_requests = atol(getenv("LOADGEN_TOTAL"));
     if (getenv("LOADGEN_STREAM")) stream = 1;
-    pthread_t threads[clients];
-    result_t *results = calloc(clients, sizeof(result_t));
+    if (getenv("LOADGEN_THREADS")) threads_wanted = atoi(getenv("LOADGEN_THREADS"));
+    if (threads_wanted > 0 && stream) {
+        fprintf(stderr, "loadgen: LOADGEN_THREADS does not drive streamed replies; leave out one of LOADGEN_THREADS and LOADGEN_STREAM\n");
+        return 2;
+    }
+    if (threads_wanted > clients) threads_wanted = clients;
+    // Results are kept per thread: per client without LOADGEN_THREADS, per multiplexer with it.
+    int workers = threads_wanted > 0 ? threads_wanted : clients;
+    pthread_t threads[workers];
+    result_t *results = calloc(workers, sizeof(result_t));
+    share_t shares[workers];
     double start = now();
-    for (int i = 0; i < clients; i++) pthread_create(&threads[i], NULL, client, &results[i]);
+    for (int i = 0; i < workers; i++) {
+        if (threads_wanted > 0) {
+            shares[i] = (share_t){.count = clients / workers + (i < clients % workers), .result = &results[i]};
+            pthread_create(&threads[i], NULL, multiplexer, &shares[i]);
+        } else {
+            pthread_create(&threads[i], NULL, client, &results[i]);
+        }
+    }
     // Sleeps SECONDS, or less once LOADGEN_TOTAL requests were answered.
     for (double until = start + seconds; now() < until;) {
         if (total_requests > 0) {
             long answered = 0;
-            for (int i = 0; i < clients; i++) answered += results[i].done;
+            for (int i = 0; i < workers; i++) answered += results[i].done;
             if (answered >= total_requests) break;
         }
         usleep(total_requests > 0 ? 1000 : (useconds_t)((until - now()) * 1e6 > 0 ? (until - now()) * 1e6 : 0));
     }
     stop = 1;
-    for (int i = 0; i < clients; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < workers; i++) pthread_join(threads[i], NULL);
     if (stream) fprintf(stderr, "last line: %s\n", last_line);
     double elapsed = now() - start;
     long total = 0, errors = 0;
-    for (int i = 0; i < clients; i++) { total += results[i].done; errors += results[i].errors; }
+    for (int i = 0; i < workers; i++) { total += results[i].done; errors += results[i].errors; }
     double *all = malloc((total ? total : 1) * sizeof(double));
     long k = 0;
-    for (int i = 0; i < clients; i++) { memcpy(all + k, results[i].latencies, results[i].done * sizeof(double)); k += results[i].done; }
+    for (int i = 0; i < workers; i++) { memcpy(all + k, results[i].latencies, results[i].done * sizeof(double)); k += results[i].done; }
     qsort(all, total, sizeof(double), compare);
     double p50 = total ? all[total / 2] : 0, p99 = total ? all[(long)(total * 0.99)] : 0;
     printf("requests=%ld errors=%ld rps=%.0f p50_ms=%.3f p99_ms=%.3f\n", total, errors, total / elapsed, p50 * 1000, p99 * 1000);

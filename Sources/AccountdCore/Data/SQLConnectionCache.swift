@@ -37,7 +37,9 @@ public final class SQLConnectionCache: Sendable {
     /// Under a lock of its own: every request asks it, and the connections' lock is then taken
     /// twice per request instead of three times (a profile of 50 clients' Queries spent a fifth
     /// of the daemon's CPU spinning for that lock).
-    private let checked = Mutex<[AccountName: (target: Int, identity: FileIdentity)]>([:])
+    /// `folders`: the ``AccountStore/checksEpoch`` read before the account's handoff record and
+    /// folders were last found in order by path (nil: not since the file was checked).
+    private let checked = Mutex<[AccountName: (target: Int, identity: FileIdentity, folders: UInt64?)]>([:])
 
     public init(limit: Int = 64) {
         self.limit = limit
@@ -130,8 +132,22 @@ public final class SQLConnectionCache: Sendable {
         guard let identity = FileIdentity(path: path) else { return }
         checked.withLock { checked in
             if checked.count >= Self.checkedLimit { checked.removeAll() }
-            checked[account] = (target, identity)
+            checked[account] = (target, identity, nil)
         }
+    }
+
+    /// Whether `account`'s handoff record and folders were found in order by path at
+    /// `epoch` (``AccountStore/checksEpoch``), the file having been checked before: then an
+    /// unlocked read need not look at them again.
+    public func foldersChecked(_ account: AccountName, at epoch: UInt64) -> Bool {
+        checked.withLock { $0[account]?.folders == epoch }
+    }
+
+    /// Remembers that `account`'s handoff record and folders were found in order by path,
+    /// `epoch` having been read before they were looked at; kept only while the file's own
+    /// check is remembered (``markChecked(_:target:path:)``).
+    public func noteFoldersChecked(_ account: AccountName, at epoch: UInt64) {
+        checked.withLock { $0[account]?.folders = epoch }
     }
 
     /// Closes `account`'s idle connections; those in use close when given back.

@@ -28,6 +28,7 @@ public final class AccountHold: Sendable {
     init(_ account: AccountName, locks: AccountLocks) {
         self.account = account
         self.locks = locks
+        locks.changed()
     }
 
     deinit { release() }
@@ -38,6 +39,7 @@ public final class AccountHold: Sendable {
     /// Lets the account go, to its first waiter. Releasing again does nothing.
     public func release() {
         guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        locks.changed()
         locks.release(account)
     }
 }

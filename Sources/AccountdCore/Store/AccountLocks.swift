@@ -17,6 +17,15 @@ import Synchronization
 /// the same deadline (``acquireBlocking(_:timeout:)``): only the command-line tools do;
 /// the daemon always waits in a task.
 final class AccountLocks: Sendable {
+    /// Bumped when any hold begins or ends, and by ``changed()``: see ``AccountStore/checksEpoch``.
+    private let epochCounter = Atomic<UInt64>(0)
+
+    /// The current epoch of ``AccountStore/checksEpoch``.
+    var epoch: UInt64 { epochCounter.load(ordering: .acquiring) }
+
+    /// Makes every check remembered at an earlier epoch stale.
+    func changed() { epochCounter.wrappingAdd(1, ordering: .acquiringAndReleasing) }
+
     /// How a queued waiter is told that the account is now its own.
     private enum Wake {
         /// A task waiting in ``acquire(_:timeout:)``.

@@ -76,7 +76,10 @@ extension AccountStore {
                 throw AccountdError(
                     .accountNotFound, "account \(account) has no file here to hand off", account: account.rawValue, file: path)
             }
+            // Before the record: an unlocked read that checked before it must check again.
+            locks.changed()
             try root.recordHandoff(account, replica: replica)
+            locks.changed()
             return already
         }
     }

@@ -45,6 +45,13 @@ public final class AccountStore: Sendable {
     public let targetVersion: Int
     public let options: Options
     let locks: AccountLocks
+    /// A number that changes whenever a hold on any account begins or ends (every handoff,
+    /// restore, removal, import, migration and write runs under one), when a handoff is
+    /// recorded and at a reload; shared with the stores ``replacing(bundle:options:)`` makes. A
+    /// caller that made the path checks of an unlocked read (``DataRoot/refuseHandedOff(_:)``,
+    /// ``DataRoot/refuseLinkedFolders(_:)``) having read it before may skip them while it is
+    /// unchanged, and must make them again once it changed. One atomic load.
+    public var checksEpoch: UInt64 { locks.epoch }
     /// Snapshots retention leaves alone for now; shared with the stores ``replacing(bundle:options:)`` makes.
     public let pins: SnapshotPins
     /// Files that passed the deep check, by the stamp they had then: an unchanged file is not
@@ -82,7 +89,9 @@ public final class AccountStore: Sendable {
     /// per-account locks, so an operation still running under the old bundle and one
     /// under the new never overlap on an account.
     public func replacing(bundle: SchemaBundle, options: Options) -> AccountStore {
-        AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins)
+        // A reload: checks remembered under the old bundle are made again (``checksEpoch``).
+        locks.changed()
+        return AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins)
     }
 
     var snapshots: SnapshotStore {

@@ -52,6 +52,8 @@ final class DataService: Sendable {
     private let batches = ExecuteBatches()
     /// Each caller uid's share of the pool for statements.
     let shares: UidShares
+    /// Whether the data root's folders or handoff records changed; nil: checked on every read.
+    private let watch: DataRootWatch?
 
     init(limits: Limits, stores: Reloadable<AccountStore>, switching: SwitchService, connections: SQLConnectionCache, pool: BlockingPool, hub: EventHub) {
         self.limits = limits
@@ -61,6 +63,14 @@ final class DataService: Sendable {
         self.pool = pool
         self.hub = hub
         shares = UidShares(perUid: limits.statementsPerUid)
+        self.watch = DataRootWatch(root: stores.current.root.path)
+    }
+
+    /// What a check by path of the handoff record and folders is remembered with: changes
+    /// when a hold begins or ends, a handoff is recorded (``AccountStore/checksEpoch``), or a
+    /// read drained changes to the data root's names (``DataRootWatch/generation``).
+    private func checksKey(_ store: AccountStore) -> UInt64 {
+        store.checksEpoch &+ (watch?.generation ?? 0)
     }
 
     /// The account a call acts on: the one named, or the caller's active one, which the
@@ -180,16 +190,25 @@ final class DataService: Sendable {
     /// A statement that needs more is stopped, its rows dropped, and it runs again on the pool
     /// from its start, in a read transaction of its own: the client sees one snapshot either
     /// way. Besides SQLite's reads of the file's pages (from its cache or the kernel's), it
-    /// costs the `lstat` calls the pool path makes too (the handoff, the folders, the file's identity).
+    /// costs one `lstat` (the file's identity) and one `poll` (``DataRootWatch``); the handoff
+    /// record and the folders are looked at by path again only when the data root's names
+    /// changed (an inotify event is pending), a hold on any account began or ended, or a
+    /// handoff was recorded since they last were (``checksKey(_:)``), and always without a watch.
     func queryAtOnce(_ account: AccountName?, _ statement: SQLStatement, maxRows: Int?) -> Result<QueryReply, any Error>? {
         guard let account else { return nil }
         let store = stores.current
         let path = store.root.accountPath(account)
-        do {
-            try store.root.refuseHandedOff(account)
-            try store.root.refuseLinkedFolders(account)
-        } catch {
-            return nil  // the pool path refuses it, with the same error
+        let quiet = watch?.isQuiet ?? false
+        if !quiet || !connections.foldersChecked(account, at: checksKey(store)) {
+            if !quiet { watch?.drain() }
+            let key = checksKey(store)  // read before the checks: a change during them makes it stale
+            do {
+                try store.root.refuseHandedOff(account)
+                try store.root.refuseLinkedFolders(account)
+            } catch {
+                return nil  // the pool path refuses it, with the same error
+            }
+            if watch != nil { connections.noteFoldersChecked(account, at: key) }
         }
         guard let connection = connections.takeIdle(account, checkedUnder: store.targetVersion, path: path, readOnly: true) else { return nil }
         var broken = false
@@ -242,9 +261,12 @@ final class DataService: Sendable {
                         }
                         guard let hold else {
                             // A Query takes no lock, so it asks here what a locked call learns from the lock.
+                            let key = self.checksKey(store)
                             try store.root.refuseHandedOff(account)
                             try store.root.refuseLinkedFolders(account)
-                            return try check() ? try body(store) : nil
+                            guard try check() else { return Optional<T>.none }
+                            if self.watch != nil { connections.noteFoldersChecked(account, at: key) }
+                            return try body(store)
                         }
                         return try store.withAccount(account, holding: hold) { () throws -> T? in
                             try check() ? try body(store) : nil

@@ -28,7 +28,7 @@ struct ExportCommand: AsyncParsableCommand {
             into place only when complete, so a failed export leaves no partial file. \
             A summary goes to stderr. With --json, every reply is printed instead of the \
             data; with --json and -o FILE, the data goes to FILE and only the final summary \
-            reply is printed. Needs an admin peer.
+            reply is printed. Needs an admin peer, or a read grant on the account.
             """)
 
     @OptionGroup var global: GlobalOptions

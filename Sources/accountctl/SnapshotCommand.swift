@@ -12,7 +12,7 @@ struct SnapshotCommand: AsyncParsableCommand {
             TIMESTAMP-vVERSION-LABEL (LABEL is "manual" when left out), listed by \
             `accountctl snapshots ACCOUNT` and restored with `accountctl restore ACCOUNT \
             SNAPSHOT`. Older snapshots then go as accounts.snapshotsToKeep and \
-            accounts.snapshotMaxAgeDays say. Needs an admin peer.
+            accounts.snapshotMaxAgeDays say. Needs an admin peer, or a write grant on the account.
             """)
 
     @OptionGroup var global: GlobalOptions

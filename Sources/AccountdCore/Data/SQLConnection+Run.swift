@@ -104,7 +104,8 @@ extension SQLConnection {
     /// this connection has not compiled `statement` before (compiling is left to a thread
     /// that may wait) or when one step of it may do unbounded work (``stepsAreBounded(_:)``).
     ///
-    /// The statement runs at most ``SQLConnection/progressSteps`` virtual machine steps, and
+    /// The statement runs at most ``SQLConnection/boundedSteps`` virtual machine steps and
+    /// ``SQLConnection/boundedTime``, calls no function (``SQLConnection/unboundedOpcodes``), and
     /// takes only locks it can have at once (no busy timeout); past either, its cursor throws
     /// ``SQLOverBudget`` and the caller runs the statement again where it may wait. ``finish()``
     /// ends the bound.

@@ -45,8 +45,15 @@ public final class SQLConnection: @unchecked Sendable {
     }
 
     static let statementCacheSize = 32
-    /// How many SQLite virtual machine steps run between two checks of the deadline and the stop.
-    static let progressSteps: Int32 = 1000
+    /// How many SQLite virtual machine steps run between two checks of the deadline and the
+    /// stop: few, as one step may call a function over a value of up to
+    /// ``maximumValueBytes`` (tens of milliseconds), and the deadline must hold to within a
+    /// few such steps.
+    static let progressSteps: Int32 = 16
+    /// How many steps a bounded use (a read on an event loop) runs at most.
+    static let boundedSteps = 1000
+    /// How long a bounded use runs at most, whatever its steps.
+    static let boundedTime = Duration.milliseconds(2)
     /// How long a statement waits for a lock another connection holds (SQLite's busy timeout).
     static let busyTimeoutMs: Int32 = 10_000
 
@@ -62,6 +69,9 @@ public final class SQLConnection: @unchecked Sendable {
     private var compiled: [String: Compiled] = [:]
     private var clock: UInt64 = 0
     private var deadline: ContinuousClock.Instant?
+    /// A bounded use's progress checks so far, and when it began.
+    private var boundedChecks = 0
+    private var boundedSince = ContinuousClock.now
     private var stop: SQLStop?
     private(set) var interruption: Interruption?
     /// Whether this use may not wait: it stops at the first progress check and takes no lock it
@@ -133,11 +143,15 @@ public final class SQLConnection: @unchecked Sendable {
     }
 
     /// Begins a use of the connection: statements stop at `deadline` or when `stop` says so;
-    /// a `bounded` use stops after ``progressSteps`` steps and never waits for a lock.
+    /// a `bounded` use stops after ``boundedSteps`` steps or ``boundedTime`` and never waits for a lock.
     func begin(deadline: ContinuousClock.Instant?, stop: SQLStop?, bounded: Bool = false) {
         self.deadline = deadline
         self.stop = stop
         interruption = nil
+        if bounded {
+            boundedChecks = 0
+            boundedSince = .now
+        }
         if bounded != self.bounded {
             sqlite3_busy_timeout(handle, bounded ? 0 : Self.busyTimeoutMs)
             self.bounded = bounded
@@ -156,8 +170,12 @@ public final class SQLConnection: @unchecked Sendable {
 
     private func shouldInterrupt() -> Bool {
         if bounded {
-            interruption = .overBudget
-            return true
+            boundedChecks += 1
+            if boundedChecks * Int(Self.progressSteps) >= Self.boundedSteps || ContinuousClock.now - boundedSince > Self.boundedTime {
+                interruption = .overBudget
+                return true
+            }
+            return false
         }
         if let stop, stop.isStopped {
             interruption = .stopped
@@ -235,10 +253,15 @@ public final class SQLConnection: @unchecked Sendable {
     /// Opcodes one step of which may walk a whole table or leave SQLite: `count(*)` counts a
     /// table's b-tree in one step, `PRAGMA integrity_check` reads the file in one, and a
     /// virtual table (`json_each`, `pragma_table_info`, FTS) runs its own code in each step.
-    static let unboundedOpcodes: Set<String> = ["Count", "IntegrityCk", "VOpen", "VFilter", "VNext", "VColumn", "VInitIn", "VCheck"]
+    /// A function's call is one step however much it does (`hex(randomblob(8000000))`), so a
+    /// statement that calls any is not run bounded either.
+    static let unboundedOpcodes: Set<String> = [
+        "Count", "IntegrityCk", "VOpen", "VFilter", "VNext", "VColumn", "VInitIn", "VCheck",
+        "Function", "PureFunc", "AggStep", "AggStep1", "AggValue", "AggInverse", "AggFinal",
+    ]
 
     /// Whether the program of `sql` (read with `EXPLAIN`) has none of ``unboundedOpcodes``:
-    /// then ``progressSteps`` steps do a bounded amount of work (each step reads at most a
+    /// then ``boundedSteps`` steps do a bounded amount of work (each step reads at most a
     /// few pages, or one value of at most ``maximumValueBytes``). False when it cannot tell.
     func stepsAreBounded(_ sql: String) -> Bool {
         let mode = guardState.mode

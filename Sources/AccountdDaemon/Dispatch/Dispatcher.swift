@@ -165,7 +165,13 @@ struct Dispatcher: Sendable {
         case .query(let account, let statement, let maxRows, let migrate):
             // A short read of a warm account is answered at once; any other runs on the pool.
             if migrate, !call.more, let outcome = services.data.queryAtOnce(account, statement, maxRows: maxRows) {
-                return finish(call, outcome.map { Reply($0) }, writer: writer)
+                let answer = Result { () throws -> Reply in
+                    let reply = try outcome.get()
+                    // A reload that revoked the grant while it ran: its rows are not sent.
+                    if let account { try check(.read(account), for: .query, peer: call.peer) }
+                    return Reply(reply)
+                }
+                return finish(call, answer, writer: writer)
             }
             return task(call, writer) { replies in
                 try await query(account, statement, maxRows: maxRows, migrate: migrate, more: call.more, peer: call.peer, writer: replies)

@@ -22,6 +22,21 @@ struct MoveTests {
             E2E.request("Execute", [("account", .string(account)), ("statements", .array([.object([("sql", .string(sql)), ("parameters", .array(parameters))])]))]))
     }
 
+    /// Which of the `acknowledged` writes of ``write(_:socket:acknowledged:refusals:)`` (a row of
+    /// `item` at an even step, a `user` key at an odd one) `daemon` does not hold for alice,
+    /// and alice's `user` keys there.
+    static func missing(_ acknowledged: [String], on daemon: DaemonProcess, client: RawClient) throws -> (missing: [String], keys: Set<String>) {
+        let rows = Set(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item;").split(separator: "\n").map(String.init))
+        let keys = Set(
+            (try client.callOne(E2E.request("Keys", [("namespace", "user"), ("account", "alice")])).parameters["keys"]?.arrayValue ?? [])
+                .compactMap(\.stringValue))
+        let missing = acknowledged.filter { name in
+            let step = Int(name.split(separator: "-").last!)!
+            return step % 2 == 0 ? !rows.contains(name) : !keys.contains(name)
+        }
+        return (missing, keys)
+    }
+
     /// One writer: rows with `Execute` on even steps, preferences with `Set` on odd ones, each
     /// name recorded once acknowledged, until the first refusal (recorded by its name).
     static func write(_ index: Int, socket: String, acknowledged: E2E.Locked<[String]>, refusals: E2E.Locked<[String]>) {
@@ -90,14 +105,8 @@ struct MoveTests {
 
         // Every acknowledged write is on B.
         let clientB = try b.daemon.client()
-        let rows = Set(try E2E.sql(b.daemon.accountPath("alice"), "SELECT name FROM item;").split(separator: "\n").map(String.init))
-        let keys = Set(
-            (try clientB.callOne(E2E.request("Keys", [("namespace", "user"), ("account", "alice")])).parameters["keys"]?.arrayValue ?? [])
-                .compactMap(\.stringValue))
-        let missing = acknowledged.current.filter { name in
-            let step = Int(name.split(separator: "-").last!)!
-            return step % 2 == 0 ? !rows.contains(name) : !keys.contains(name)
-        }
+        let (missing, keys) = try Self.missing(acknowledged.current, on: b.daemon, client: clientB)
+        let rows = try E2E.sql(b.daemon.accountPath("alice"), "SELECT count(*) FROM item;")
         #expect(missing.isEmpty, "acknowledged on A but not on B: \(missing.prefix(20)) of \(missing.count)")
         #expect(keys.contains("before"))
         #expect(try clientB.callOne("switch alice").parameters["action"] == "opened")
@@ -135,7 +144,7 @@ struct MoveTests {
         #expect(!FileManager.default.fileExists(atPath: a.daemon.dataRoot + "/moved/alice"))
         let again = try a.daemon.client()
         #expect(try again.callOne("switch alice").parameters["action"] == "opened")
-        #expect(try E2E.sql(a.daemon.accountPath("alice"), "SELECT count(*) FROM item;") == String(rows.count))
+        #expect(try E2E.sql(a.daemon.accountPath("alice"), "SELECT count(*) FROM item;") == rows)
         #expect(FileManager.default.fileExists(atPath: b.daemon.dataRoot + "/moved/alice"))
         #expect(try b.daemon.client().callOne("switch alice").error == .accountMoved)
         // On B, the explicit choice: its own snapshot brought back over the move ends the handoff there.

@@ -48,14 +48,7 @@ struct ObjectStoreMoveTests {
         // Every acknowledged write is on B, and A refuses alice.
         let clientB = try b.client()
         #expect(try clientB.callOne("switch alice").parameters["action"] == "opened")
-        let rows = Set(try E2E.sql(b.accountPath("alice"), "SELECT name FROM item;").split(separator: "\n").map(String.init))
-        let keys = Set(
-            (try clientB.callOne(E2E.request("Keys", [("namespace", "user"), ("account", "alice")])).parameters["keys"]?.arrayValue ?? [])
-                .compactMap(\.stringValue))
-        let missing = acknowledged.current.filter { name in
-            let step = Int(name.split(separator: "-").last!)!
-            return step % 2 == 0 ? !rows.contains(name) : !keys.contains(name)
-        }
+        let (missing, keys) = try MoveTests.missing(acknowledged.current, on: b, client: clientB)
         #expect(missing.isEmpty, "acknowledged on A but not on B: \(missing.prefix(20)) of \(missing.count)")
         #expect(keys.contains("before"))
         #expect(try clientA.callOne("switch alice").error == .accountMoved)

@@ -34,7 +34,7 @@ struct OfflineCreateAsksReplicaTests {
         #expect(fresh.status == 0 && fresh.stdout.contains("newbie: created"), "\(fresh)")
 
         var pullEnv = env
-        pullEnv["ACCOUNTD_REPLICATION_LITESTREAM_ONCREATE"] = "pull"
+        pullEnv["ACCOUNTD_REPLICATION_LITESTREAM_ON_CREATE"] = "pull"
         let pulled = try E2E.run(Binaries.accountd, ["migrate", "--data-root", rootB, "--schema", bundle, "--create", "alice"], environment: pullEnv)
         #expect(pulled.status == 0 && pulled.stdout.contains("pulled from the replica"), "\(pulled)")
         #expect(try E2E.sql(rootB + "/accounts/alice.sqlite", "SELECT count(*) FROM sqlite_schema WHERE name = 'item';") == "1")

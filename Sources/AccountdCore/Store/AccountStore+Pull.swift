@@ -95,7 +95,7 @@ extension AccountStore {
     /// cannot be read refuses every pull (a fence fails closed).
     ///
     /// - Throws: `accountMoved` naming the explicit choices.
-    static func refusePullOfOwnHandoff(_ account: AccountName, root: DataRoot, from replica: ReplicaURL) throws {
+    public static func refusePullOfOwnHandoff(_ account: AccountName, root: DataRoot, from replica: ReplicaURL) throws {
         guard root.isHandedOff(account) else { return }
         let record = root.handoffRecord(account)
         guard record?.replica == nil || record?.replica == replica.redacted else { return }

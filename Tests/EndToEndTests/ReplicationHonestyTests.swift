@@ -23,10 +23,11 @@ struct ReplicationHonestyTests {
         for file in [daemon.accountPath("stale"), daemon.accountPath("stale") + "-wal"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes([.modificationDate: minuteAgo], ofItemAtPath: file)
         }
+        let (stalePath, freshPath) = (daemon.accountPath("stale"), daemon.accountPath("fresh"))
         let fake = try FakeLitestreamList(path: run + "/litestream.sock") {
             let now = ISO8601DateFormatter().string(from: Date())
-            return #"{"databases":[{"path":"\#(daemon.accountPath("stale"))","status":"replicating"},"#
-                + #"{"path":"\#(daemon.accountPath("fresh"))","status":"replicating","last_sync_at":"\#(now)"}]}"#
+            return #"{"databases":[{"path":"\#(stalePath)","status":"replicating"},"#
+                + #"{"path":"\#(freshPath)","status":"replicating","last_sync_at":"\#(now)"}]}"#
         }
         defer { fake.close() }
 

@@ -70,10 +70,10 @@ final class FakeLitestreamList: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, listen(fd, 64) == 0 else { throw SystemdTestError("bind/listen \(path): \(String(cString: strerror(errno)))") }
-        let fd = fd
+        let listener = fd
         Thread.detachNewThread {
             while true {
-                let connection = accept(fd, nil, nil)
+                let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { return }
                 var request: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)

@@ -56,13 +56,10 @@ public struct ReplicaTimeTravel: Sendable {
         do {
             var timestamp = LitestreamTime.format(at)
             var plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
-            if plan.parsed == nil, let earliest = try await earliestState(source: source, into: temp, on: blocking), at >= earliest.state,
-                at < earliest.accepted
-            {
-                // Litestream records times to the second, and after level-0 files expire its
-                // earliest file may be stamped after the state it holds: a time from that
-                // state's second on gets the earliest state (the time a refusal names).
-                timestamp = LitestreamTime.format(earliest.accepted)
+            if plan.parsed == nil, let earliest = try await earliestTime(source: source, on: blocking), at >= earliest, at < earliest.addingTimeInterval(1) {
+                // Litestream records times to the second: a time within the history's first
+                // second gets the earliest state, whose time is that second (the one a refusal names).
+                timestamp = LitestreamTime.format(earliest.addingTimeInterval(1))
                 plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
             }
             let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
@@ -117,25 +114,11 @@ public struct ReplicaTimeTravel: Sendable {
         return (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
     }
 
-    /// The earliest state the replica can give: `accepted`, the first whole second Litestream
-    /// takes as a restore time (just after its earliest file's stamp), and `state`, the time a
-    /// restore there reports (the state's own, which may be earlier than the file's stamp
-    /// once level-0 files have expired and a compacted file holds the earliest state); nil when
-    /// the replica holds nothing for the account.
-    private func earliestState(source: String, into temp: String, on blocking: some BlockingRunner) async throws -> (state: Date, accepted: Date)? {
-        guard let earliest = try await earliestTime(source: source, on: blocking) else { return nil }
-        let accepted = earliest.addingTimeInterval(1)
-        let plan = try await dryRun(LitestreamTime.format(accepted), source: source, into: temp, on: blocking)
-        let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
-        let state = files.max().map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) } ?? earliest
-        return (min(state, earliest), accepted)
-    }
-
     /// Why Litestream could not restore `account` at `at`: before the replica's history (with
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
     private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        guard let earliest = try await earliestState(source: source, into: root.stagingPath(account, .rewinding), on: blocking)?.state else {
+        guard let earliest = try await earliestTime(source: source, on: blocking) else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
                 account: account.rawValue, file: shown)

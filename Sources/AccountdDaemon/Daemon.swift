@@ -36,9 +36,20 @@ public enum Daemon {
         let metrics = DaemonMetrics(accountLabels: settings.metricsAccountLabels)
         metrics.bootstrapProcess()
         // Before the preference tables could make a new, empty device.sqlite.
-        await pullDeviceIfMissing(settings, root: root, pool: pool, logger: logger)
+        let deviceAsked = await pullDeviceIfMissing(settings, root: root, pool: pool, logger: logger)
         let preferences = try PreferenceService(
-            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics)
+            declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics,
+            holdDeviceBack: !deviceAsked)
+        // Device namespaces held back: the replica is asked again until it answers.
+        let recovery: Task<Void, Never>? =
+            preferences.isDeviceHeldBack
+            ? settings.replication.map { replicating in
+                let recovery = DeviceRecovery(
+                    pull: DevicePull(root: root, replica: replicating.replica, litestream: replicating.litestream()), preferences: preferences,
+                    pool: pool, logger: logger, shown: replicating.replica.redact(replicating.replica.device))
+                return Task { await recovery.run() }
+            } : nil
+        defer { recovery?.cancel() }
         let served: Result<Void, any Error>
         do {
             let services = try openServices(
@@ -73,10 +84,10 @@ public enum Daemon {
     /// With replication, brings a missing device.sqlite back from the replica
     /// (``DevicePull``) before a new, empty one could be made and shadow it there: Litestream
     /// is awaited, the file work runs on `pool`. If the replica cannot be asked, the daemon
-    /// starts all the same (the log says so): device-wide preferences are not worth a device
-    /// that does not start.
-    private static func pullDeviceIfMissing(_ settings: DaemonSettings, root: DataRoot, pool: BlockingPool, logger: Logger) async {
-        guard let replicating = settings.replication else { return }
+    /// starts all the same (the log says so) but returns false: device namespaces are then
+    /// held back, no device.sqlite made, until the replica answers (``DeviceRecovery``).
+    private static func pullDeviceIfMissing(_ settings: DaemonSettings, root: DataRoot, pool: BlockingPool, logger: Logger) async -> Bool {
+        guard let replicating = settings.replication else { return true }
         let shown = replicating.replica.redact(replicating.replica.device)
         do {
             let pulled = try await DevicePull(root: root, replica: replicating.replica, litestream: replicating.litestream())
@@ -84,9 +95,11 @@ public enum Daemon {
             if case .pulled(let txid) = pulled {
                 logger.notice("device.sqlite was missing; pulled from the replica \(shown) (Litestream txid \(txid ?? "unknown"))")
             }
+            return true
         } catch {
             logger.error(
-                "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); a new one is made if a device namespace needs it, and once Litestream ships it, it replaces the replica's. Stop accountd and accountd-litestream if the replica's copy matters, and fix the replica's access first")
+                "device.sqlite is missing and could not be pulled from the replica \(shown): \(error); device namespaces are refused, and no new device.sqlite is made, until the replica answers (asked again every \(Int(DeviceRecovery.retrySeconds)) s): an empty one would replace the replica's. Fix the replica's access")
+            return false
         }
     }
 

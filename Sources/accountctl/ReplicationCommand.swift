@@ -12,7 +12,9 @@ struct ReplicationCommand: AsyncParsableCommand {
             replica last caught up with the account: at most the writes of that long are not \
             in the replica yet. An account the replica has not caught up with for longer than \
             a few sync intervals is `behind` (a store that takes no uploads), and the command \
-            then fails (exit status 1). With replication off, or Litestream not running, it says so.
+            then fails (exit status 1); so is one never uploaded (LAST SYNC `never uploaded`) whose \
+            newest change is older than that. With replication off it says so; with Litestream not \
+            running or not answering it says so and fails (exit status 1).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -22,7 +24,7 @@ struct ReplicationCommand: AsyncParsableCommand {
         if global.json {
             Output.json(reply.parameters)
             // The same exit status as the table's, so that a script watching --json sees the lag too.
-            if reply.behind > 0 { throw ExitCode(1) }
+            if reply.behind > 0 || (reply.enabled && !reply.litestream) { throw ExitCode(1) }
             return
         }
         guard reply.enabled, let replica = reply.replica else {
@@ -34,16 +36,23 @@ struct ReplicationCommand: AsyncParsableCommand {
         let rows = reply.accounts.map { entry in
             [
                 entry.account, entry.replicated ? "yes" : "no", entry.status,
-                entry.secondsBehind.map { String(format: "%.1fs", $0) } ?? "-", entry.lastSyncAt ?? "-",
+                entry.secondsBehind.map { String(format: "%.1fs", $0) } ?? "-", entry.lastSyncAt ?? (entry.replicated ? "never uploaded" : "-"),
             ]
         }
-        guard !rows.isEmpty else { return print("No accounts.") }
+        guard !rows.isEmpty else {
+            print("No accounts.")
+            if !reply.litestream { throw ClientError.failed("Litestream is not running or not answering: nothing is being replicated") }
+            return
+        }
         Table(headers: ["ACCOUNT", "REPLICATED", "STATUS", "BEHIND", "LAST SYNC"], rightAligned: [3], rows: rows).print()
         if let worst = reply.worstSecondsBehind { print(String(format: "Worst: %.1fs behind.", worst)) }
         if reply.behind > 0 {
             let threshold = reply.lagThresholdSeconds.map { String(format: "%.0f s", $0) } ?? "a few seconds"
             throw ClientError.failed(
                 "\(reply.behind) account(s) have not reached the replica for more than \(threshold): check the replica's store and accountd-litestream's log")
+        }
+        if !reply.litestream {
+            throw ClientError.failed("Litestream is not running or not answering: nothing is being replicated; start or restart accountd-litestream")
         }
     }
 }

@@ -50,6 +50,7 @@ struct PullCommand: AsyncParsableCommand {
             }
             defer { _ = lock }
             let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
+            try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.
             let staged = try puller.stage(name)
             let run: LitestreamProgram.Run

@@ -133,6 +133,12 @@ struct MoveTests {
         // The old snapshot comes back over the move only by an explicit choice.
         let refused = try E2E.accountctl(["restore", "alice"], socket: a.daemon.socket)
         #expect(refused.status != 0 && refused.stderr.contains("AccountMoved") && refused.stderr.contains("--reclaim"), "\(refused.stderr)")
+        // So does a plain pull from A's own replica (its pre-handoff copy), with or without --replica (hostile33b N4).
+        for arguments in [["pull", "alice"], ["pull", "alice", "--replica", a.replica]] {
+            let stale = try E2E.accountctl(arguments, socket: a.daemon.socket)
+            #expect(stale.status != 0 && stale.stderr.contains("AccountMoved") && stale.stderr.contains("--reclaim"), "\(arguments): \(stale.stdout) \(stale.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: a.daemon.accountPath("alice")) && FileManager.default.fileExists(atPath: a.daemon.dataRoot + "/moved/alice"))
+        }
 
         // And back: B hands alice off, A pulls it from B's replica; the record on A is gone.
         #expect(try clientB.callOne("switch other").error == nil)

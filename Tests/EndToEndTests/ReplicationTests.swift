@@ -195,6 +195,7 @@ struct ReplicationTests {
         let on = try E2E.accountctl(["replication"], socket: daemon.socket)
         #expect(on.stdout.contains("Replica: file://\(dir.sub("replica"))"), "\(on.stdout)")
         #expect(on.stdout.contains("Litestream is not answering"), "\(on.stdout)")
+        #expect(on.status == 1 && on.stderr.contains("Litestream is not running"), "\(on.stderr)")
         #expect(on.stdout.contains("alice") && on.stdout.contains("not-replicated"), "\(on.stdout)")
     }
 

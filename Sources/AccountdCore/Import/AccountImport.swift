@@ -84,7 +84,12 @@ public struct AccountImport: Sendable {
     ///   (checked again by ``install(_:accept:)``), `accountCorrupt` when the file is not a sound
     ///   account file of this account (or is a `jsonl` export), `storage` when the path breaks a
     ///   rule of ``ImportSource`` or the disk fails. Nothing is left in `tmp/` then.
-    public func stage(_ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?) throws -> Staged {
+    ///
+    /// `shouldStop` (the daemon is stopping, the client went away) ends an `sql` replay at once
+    /// with `interrupted`, nothing left in `tmp/`.
+    public func stage(
+        _ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?, shouldStop: @escaping @Sendable () -> Bool = { false }
+    ) throws -> Staged {
         try refuseExisting(account)
         let source = try ImportSource(path: path, account: account, root: root, caller: caller)
         try FileSystem.ensureDirectory(root.temporaryDirectory)
@@ -95,7 +100,7 @@ public struct AccountImport: Sendable {
             case .sql:
                 // Made 0600 first (exclusively, not through a link): SQLite would create it with its own mode.
                 try FileSystem.createExclusive(temp)
-                try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path) }
+                try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path, shouldStop: shouldStop) }
             }
             let (version, lastCompatible, rows) = try prepare(temp, account: account, rebind: rebind, source: path)
             for suffix in ["-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(temp + suffix) }

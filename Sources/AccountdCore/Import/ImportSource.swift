@@ -14,6 +14,8 @@ import Foundation
 ///   without its WAL, and the data root's files come back by `Restore`, not by import;
 /// - with no other hard link: a second name of a live account file (outside the data root)
 ///   would be read without the WAL beside the first;
+/// - not the very file (same `st_dev` and `st_ino`) of a live account file or `device.sqlite`,
+///   whatever the path (a bind mount of the single file has one link and no `-wal` beside it);
 /// - without a non-empty `-wal` beside it: such a file's last transactions are in the WAL
 ///   and a copy of the main file alone would lose them;
 /// - not empty, and smaller than the space free in the data root (64 MiB kept free);
@@ -81,6 +83,10 @@ public final class ImportSource {
             throw refuse(
                 "has \(before.st_nlink) hard links: another name of it may be a live database (an account file) whose last transactions are in a WAL beside that name; copy it first (sqlite3 FILE '.backup COPY')")
         }
+        if let live = Self.liveFile(sameAs: before, root: root) {
+            throw refuse(
+                "is the same file (device \(before.st_dev), inode \(before.st_ino)) as the live file \(live) of the data root, reached by another path (a bind mount): it would be read without its WAL; export the account ('accountctl export') or copy it with 'sqlite3 FILE .backup COPY' first")
+        }
         if let caller, caller.uid != 0, caller.uid != getuid(), !Self.readable(before, by: caller) {
             throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")
         }
@@ -123,6 +129,18 @@ public final class ImportSource {
     }
 
     deinit { close(descriptor) }
+
+    /// The data root's live database (an account file, or `device.sqlite`) that is the very
+    /// file `info` describes (same `st_dev` and `st_ino`), whatever path reached it; nil when none is.
+    private static func liveFile(sameAs info: stat, root: DataRoot) -> String? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.accountsDirectory)) ?? []
+        let candidates = names.map { root.accountsDirectory + "/" + $0 } + [root.devicePath]
+        for candidate in candidates {
+            var other = stat()
+            if lstat(candidate, &other) == 0, other.st_dev == info.st_dev, other.st_ino == info.st_ino { return candidate }
+        }
+        return nil
+    }
 
     private static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }

@@ -25,7 +25,13 @@ enum SQLReplay {
     /// - Throws: `accountCorrupt` naming the statement's number and SQLite's message when
     ///   a statement fails, is refused, or the text ends inside a transaction; `storage` when
     ///   the database cannot be made.
-    static func run(_ text: UnsafeRawBufferPointer, into path: String, account: AccountName, source: String) throws {
+    ///
+    /// `shouldStop` is asked every ``SQLiteInterrupt/progressSteps`` virtual machine steps and
+    /// between statements (the daemon is stopping, the client went away): the replay then
+    /// ends at once with `interrupted`, and the caller removes the staging file.
+    static func run(
+        _ text: UnsafeRawBufferPointer, into path: String, account: AccountName, source: String, shouldStop: @escaping @Sendable () -> Bool = { false }
+    ) throws {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let db = handle else {
@@ -51,6 +57,33 @@ enum SQLReplay {
                 default: return SQLITE_OK
                 }
             }, nil)
+        let stopCheck = StopCheck(shouldStop)
+        sqlite3_progress_handler(
+            db, SQLiteInterrupt.progressSteps,
+            { context in Unmanaged<StopCheck>.fromOpaque(context!).takeUnretainedValue().check() ? 1 : 0 },
+            Unmanaged.passUnretained(stopCheck).toOpaque())
+        defer { sqlite3_progress_handler(db, 0, nil, nil) }
+        try withExtendedLifetime(stopCheck) { try replay(db, text, account: account, source: source, shouldStop: shouldStop) }
+    }
+
+    /// The `shouldStop` of a replay, for SQLite's progress handler.
+    private final class StopCheck {
+        let check: @Sendable () -> Bool
+        init(_ check: @escaping @Sendable () -> Bool) { self.check = check }
+    }
+
+    /// The error of a replay stopped by its `shouldStop`.
+    static func stopped(_ account: AccountName, _ source: String) -> AccountdError {
+        AccountdError(
+            .interrupted,
+            "the import of \(source) as account \(account) was stopped (the daemon is stopping, or its client went away); nothing was imported, and its staging file is removed",
+            account: account.rawValue, file: source)
+    }
+
+    /// The statements of `text`, one at a time, on `db` (see ``run(_:into:account:source:shouldStop:)``).
+    private static func replay(
+        _ db: OpaquePointer, _ text: UnsafeRawBufferPointer, account: AccountName, source: String, shouldStop: @Sendable () -> Bool
+    ) throws {
         guard let base = text.baseAddress?.assumingMemoryBound(to: CChar.self) else {
             throw AccountImport.refusal(account, source, "holds no SQL")
         }
@@ -59,9 +92,12 @@ enum SQLReplay {
         var number = 0
         var hint = 4096
         while position < end {
+            if shouldStop() { throw stopped(account, source) }
             var statement: OpaquePointer?
             var tail: UnsafePointer<CChar>?
-            guard prepare(db, at: position, end: end, hint: &hint, statement: &statement, tail: &tail) == SQLITE_OK else {
+            let prepared = prepare(db, at: position, end: end, hint: &hint, statement: &statement, tail: &tail)
+            if prepared == SQLITE_INTERRUPT, shouldStop() { throw stopped(account, source) }
+            guard prepared == SQLITE_OK else {
                 throw failure(db, number: number + 1, account: account, source: source)
             }
             guard let statement else {
@@ -74,6 +110,7 @@ enum SQLReplay {
             var code = sqlite3_step(statement)
             while code == SQLITE_ROW { code = sqlite3_step(statement) }
             sqlite3_finalize(statement)
+            if code == SQLITE_INTERRUPT, shouldStop() { throw stopped(account, source) }
             guard code == SQLITE_DONE else { throw failure(db, number: number, account: account, source: source) }
             guard let tail, tail > position else { break }
             position = tail

@@ -28,9 +28,11 @@ extension AccountStore {
     /// whatever happened. Blocking.
     ///
     /// - Throws: what ``AccountImport/stage(_:as:rebind:caller:)`` throws, `accountMoved`.
-    public func stageImport(_ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?) throws -> AccountImport.Staged {
+    public func stageImport(
+        _ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?, shouldStop: @escaping @Sendable () -> Bool = { false }
+    ) throws -> AccountImport.Staged {
         try root.refuseHandedOff(account)
-        return try AccountImport(root: root).stage(path, as: account, rebind: rebind, caller: caller)
+        return try AccountImport(root: root).stage(path, as: account, rebind: rebind, caller: caller, shouldStop: shouldStop)
     }
 
     /// Links a staged import into place under the account's lock

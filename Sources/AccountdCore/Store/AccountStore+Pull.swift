@@ -27,13 +27,18 @@ extension AccountStore {
     /// files only. Then ``ReplicaPull/restore(_:)``, then ``finishPull(_:after:with:holding:)``
     /// or ``ReplicaPull/discard(_:)``, all under the same hold.
     ///
-    /// An account handed off from this host may be pulled back: both steps run on a handed-off
-    /// account, and ``ReplicaPull/finish(_:after:accept:)`` ends the handoff.
+    /// An account handed off from this host may be pulled back from another replica (the new
+    /// owner's, `--replica URL`): both steps run on a handed-off account, and
+    /// ``ReplicaPull/finish(_:after:accept:)`` ends the handoff. A pull from the replica it
+    /// was handed off to (this host's own, or when the record cannot be read) is refused with
+    /// `accountMoved`: that copy is this host's own pre-handoff state, and taking it back is
+    /// a reclaim, which must be said (``refusePullOfOwnHandoff(_:from:)``).
     ///
     /// - Parameter hold: the account's hold, taken before.
-    /// - Throws: what ``ReplicaPull/stage(_:)`` throws.
+    /// - Throws: what ``ReplicaPull/stage(_:)`` throws, `accountMoved`.
     public func stagePull(_ account: AccountName, with puller: ReplicaPull, holding hold: AccountHold) throws -> ReplicaPull.Staged {
         try underLock(account, holding: hold, allowingMoved: true) {
+            try Self.refusePullOfOwnHandoff(account, root: root, from: puller.replica)
             known.withLock { $0[account] = nil }
             return try puller.stage(account)
         }
@@ -82,5 +87,27 @@ extension AccountStore {
             locks.changed()
             return already
         }
+    }
+}
+
+extension AccountStore {
+    /// Refuses (`accountMoved`) a pull of an account handed off from this host from the very
+    /// replica it was handed off to: this host wrote that copy last, at the handoff, so the pull
+    /// would silently bring back its stale pre-handoff state and end the fence while the new
+    /// owner serves the account. Nothing to refuse without a handoff record; a record that
+    /// cannot be read refuses every pull (a fence fails closed).
+    ///
+    /// - Throws: `accountMoved` naming the explicit choices.
+    public static func refusePullOfOwnHandoff(_ account: AccountName, root: DataRoot, from replica: ReplicaURL) throws {
+        guard root.isHandedOff(account) else { return }
+        let record = root.handoffRecord(account)
+        guard record?.replica == nil || record?.replica == replica.redacted else { return }
+        let when = record.map { " at \($0.at)" } ?? ""
+        throw AccountdError(
+            .accountMoved,
+            "account \(account) was handed off from this host\(when) to the replica \(replica.redacted); pulling it from there would bring back this host's own copy as it was at the handoff, "
+                + "while the host that pulled it serves the account. Pull the new owner's copy with 'accountctl pull \(account) --replica URL' (its replica), "
+                + "or take this host's copy back on purpose with 'accountctl restore \(account) --reclaim' (its before-remove snapshot); then two hosts may hold diverging copies. Nothing was changed",
+            account: account.rawValue, file: root.handoffPath(account))
     }
 }

@@ -159,8 +159,10 @@ struct Dispatcher: Sendable {
         case .pull(let account, let replica):
             return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica)) }
         case .importAccount(let account, let path, let rebind, let overReplica):
-            return task(call, writer) { _ in
-                Reply(try await services.maintenance.importFile(account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer))
+            return task(call, writer) { replies in
+                Reply(
+                    try await services.maintenance.importFile(
+                        account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer, clientGone: replies.isClientGone))
             }
         case .query(let account, let statement, let maxRows, let migrate):
             // A short read of a warm account is answered at once; any other runs on the pool.

@@ -223,10 +223,18 @@ struct MaintenanceService: Sendable {
     /// - Throws: `AccountExists` (here, or in the replica without `overReplica`),
     ///   `AccountCorrupt`, `AccountTooNew`, `AccountMoved`, `AccountBusy` or a storage error
     ///   (a path the import does not read, a replica that cannot be asked).
-    func importFile(_ account: AccountName, path: String, rebind: Bool, overReplica: Bool = false, caller: PeerCredentials) async throws -> ImportReply {
+    ///
+    /// An `sql` replay stops at once (`interrupted`, its staging file removed) when the daemon
+    /// stops (SIGTERM) or `clientGone` says the client went away.
+    func importFile(
+        _ account: AccountName, path: String, rebind: Bool, overReplica: Bool = false, caller: PeerCredentials,
+        clientGone: @escaping @Sendable () -> Bool = { false }
+    ) async throws -> ImportReply {
         let (store, replication) = (stores.current, replication)
         let who = ImportSource.Caller(uid: caller.uid, gid: caller.gid, groups: caller.groups)
-        let staged = try await pool.run { try store.stageImport(path, as: account, rebind: rebind, caller: who) }
+        let staged = try await pool.run {
+            try store.stageImport(path, as: account, rebind: rebind, caller: who) { SQLiteInterrupt.isStopping || clientGone() }
+        }
         let outcome: AccountImport.Outcome
         do {
             outcome = try await store.withHold(account) { hold in

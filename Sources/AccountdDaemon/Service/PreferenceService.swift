@@ -33,7 +33,15 @@ final class PreferenceService: Sendable {
     /// The timer that ends a table's gathering of writers: an event loop's.
     private let schedule: PreferenceDatabase.Schedule
     private let metrics: DaemonMetrics
-    private let device: PreferenceDatabase?
+    /// `device.sqlite`'s table: nil without device namespaces, or while it is held back
+    /// (``deviceHeldBack``) until the replica could be asked.
+    private let device = Mutex<PreferenceDatabase?>(nil)
+    /// Whether any namespace is device-wide.
+    private let hasDevice: Bool
+    /// Set while `device.sqlite` is missing and the replica could not be asked whether it
+    /// holds one: device namespaces are refused, and no empty file is made that Litestream
+    /// would push over the replica's copy (``DeviceRecovery``).
+    private let deviceHeldBack = Atomic<Bool>(false)
     /// The `memory` namespaces' values.
     let memory = MemoryPreferences()
     /// The connections `Query` and `Execute` keep open to account files: closed with an
@@ -45,11 +53,15 @@ final class PreferenceService: Sendable {
     private let evicted = Mutex<[AccountName: [PreferenceDatabase]]>([:])
     private let clock = Atomic<UInt64>(0)
 
-    /// - Parameter metrics: where the tables' commits are counted.
+    /// - Parameters:
+    ///   - metrics: where the tables' commits are counted.
+    ///   - holdDeviceBack: `device.sqlite` is missing and the replica could not be asked:
+    ///     it is not made now, and device namespaces are refused until ``openDevice()``.
     /// - Throws: `storage` when `device.sqlite`, its `-wal` or its `-shm` is a link
     ///   (``DataRoot/refuseLinkedDeviceFile()``: the daemon does not start), or cannot be opened.
     init(
-        declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, pool: BlockingPool, metrics: DaemonMetrics
+        declarations: [NamespaceDeclaration], root: DataRoot, hub: EventHub, groupCommit: Bool, pool: BlockingPool, metrics: DaemonMetrics,
+        holdDeviceBack: Bool = false
     ) throws {
         namespaces = Dictionary(declarations.map { ($0.name, $0.scope) }, uniquingKeysWith: { a, _ in a })
         self.root = root
@@ -58,14 +70,31 @@ final class PreferenceService: Sendable {
         self.pool = pool
         schedule = { delay, work in pool.schedule(after: delay, work) }
         self.metrics = metrics
-        let hasDevice = declarations.contains { $0.scope == .device }
+        hasDevice = declarations.contains { $0.scope == .device }
         // SQLite opens device.sqlite and its -wal and -shm by path: none may be a link.
         if hasDevice { try root.refuseLinkedDeviceFile() }
-        device =
-            hasDevice
-            ? try PreferenceDatabase(
-                path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: pool.submit, schedule: schedule,
-                observer: metrics.commitObserver(scope: "device")) : nil
+        if hasDevice && holdDeviceBack {
+            deviceHeldBack.store(true, ordering: .relaxed)
+        } else if hasDevice {
+            try openDevice()
+        }
+    }
+
+    /// Whether device namespaces are held back, waiting for the replica (``DeviceRecovery``).
+    var isDeviceHeldBack: Bool { deviceHeldBack.load(ordering: .relaxed) }
+
+    /// Opens (making it if missing) `device.sqlite`'s table, once it may be: at start, or once
+    /// the replica could be asked (``DeviceRecovery``). Blocking; nothing without device namespaces.
+    ///
+    /// - Throws: `storage` when it is a link or cannot be opened.
+    func openDevice() throws {
+        guard hasDevice, device.withLock({ $0 == nil }) else { return }
+        try root.refuseLinkedDeviceFile()
+        let opened = try PreferenceDatabase(
+            path: root.devicePath, table: "prefs", groupCommit: groupCommit, create: true, run: pool.submit, schedule: schedule,
+            observer: metrics.commitObserver(scope: "device"))
+        device.withLock { $0 = opened }
+        deviceHeldBack.store(false, ordering: .relaxed)
     }
 
     /// The scope of `namespace`, or `NamespaceNotFound`.
@@ -83,8 +112,14 @@ final class PreferenceService: Sendable {
 
     var deviceDatabase: PreferenceDatabase {
         get throws(ProtocolError) {
-            guard let device else { throw ProtocolError(.namespaceNotFound, "no device namespaces are configured") }
-            return device
+            guard hasDevice else { throw ProtocolError(.namespaceNotFound, "no device namespaces are configured") }
+            guard let opened = device.withLock({ $0 }) else {
+                throw ProtocolError(
+                    .internalError,
+                    "device.sqlite is missing and the replica could not be asked at start whether it holds it; device namespaces are refused until it can "
+                        + "(retried every \(Int(DeviceRecovery.retrySeconds)) s; see the log), so that no empty device.sqlite replaces the replica's. Check the replica's store and credentials")
+            }
+            return opened
         }
     }
 
@@ -184,7 +219,7 @@ final class PreferenceService: Sendable {
         for database in all + evicted.withLock({ $0.values.flatMap { $0 } }) { await database.close() }
         let sqlConnections = sqlConnections
         _ = try? await pool.run { sqlConnections.closeAll() }
-        await device?.close()
+        await device.withLock({ $0 })?.close()
     }
 
     /// Tells watchers that `key` in `namespace` was set to `value`, or deleted (nil).

@@ -172,7 +172,9 @@ struct ReplicationService: Sendable {
             // Litestream moves last_sync_at only when a sync succeeded: with nothing new, at
             // every sync; with changes waiting, once the store took them. So the time since it
             // is the real lag, and a store that takes no uploads shows as it grows.
-            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) }
+            // An account never uploaded (no last_sync_at) has its changes waiting since at
+            // least its newest write: that age is its lag (a store that has taken nothing of it).
+            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) } ?? Self.neverUploadedAge(root.accountPath(account), now: now)
             let lagging = database.status == "replicating" && (behind ?? 0) > threshold
             return ReplicationAccount(
                 account: account.rawValue, replicated: database.status == "replicating",
@@ -181,6 +183,20 @@ struct ReplicationService: Sendable {
         }
         let reply = ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, lagThresholdSeconds: threshold)
         return reply
+    }
+
+    /// For an account Litestream replicates but has never uploaded: the time since its newest
+    /// change (the newer modification time of its file and its WAL), a lower bound of what is
+    /// waiting; nil when neither can be read. Two `stat` calls, on the caller's thread.
+    static func neverUploadedAge(_ path: String, now: Date) -> Double? {
+        var newest: Double?
+        for file in [path, path + "-wal"] {
+            var info = stat()
+            guard stat(file, &info) == 0 else { continue }
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            newest = max(newest ?? modified, modified)
+        }
+        return newest.map { max(0, now.timeIntervalSince1970 - $0) }
     }
 
     /// The replica's past states for `Restore {at}`, with the settings in force.

@@ -161,7 +161,8 @@ public enum Daemon {
 
     /// Tells systemd, finishes interrupted purges, starts opening the saved active account
     /// in the background, then serves every socket until SIGTERM or SIGINT, with the
-    /// watchdog and the reload service, and returns once the requests in progress have finished.
+    /// watchdog and the reload service, and returns once every connection has closed (its request
+    /// answered, or after its 10 s closing grace).
     private static func serve(
         _ settings: DaemonSettings, loader: SettingsLoader, services: Services, loops: [any EventLoop], logger: Logger
     ) async throws {
@@ -173,8 +174,10 @@ public enum Daemon {
         let servers = makeServers(settings, services: services, policy: policy, systemd: systemd, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                // Shut down last first: the sockets stop taking work at once, and the watchdog
-                // is fed while the requests in progress finish.
+                // Shut down last first, one at a time: InterruptOnShutdown stops long SQLite
+                // work and returns, then the sockets stop taking work, and the watchdog is fed
+                // until every connection has closed (its request answered, or after the
+                // connection's 10 s closing grace).
                 services: [
                     .init(service: Watchdog(check: LivenessCheck(loops: loops, storeRead: switching.livenessRead), logger: logger)),
                     // Beside the sockets: the daemon listens at once, whoever holds the saved account's file.

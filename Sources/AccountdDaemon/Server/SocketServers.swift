@@ -6,8 +6,9 @@ import ServiceLifecycle
 /// to finish. Two servers as two services would let the second go on taking connections
 /// while the first drained; as one, a graceful shutdown (SIGTERM) stops both accept loops
 /// at once, and each lets its open connections finish the request they run (later ones get
-/// `ShuttingDown`). The daemon lists this service last, so that it is the first to hear of
-/// a shutdown: nothing else (the watchdog, reloads) stands between SIGTERM and it.
+/// `ShuttingDown`). The daemon lists this service last but one, so that it hears of a
+/// shutdown second: only `InterruptOnShutdown`, which stops long SQLite work and returns at
+/// once, comes before it; nothing else (the watchdog, reloads) stands between SIGTERM and it.
 struct SocketServers: Service {
     let servers: [SocketServer]
 

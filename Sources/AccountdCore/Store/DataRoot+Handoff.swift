@@ -25,9 +25,11 @@ extension DataRoot {
     }
 
     /// When and where to `account` was handed off, as its record says; nil without a record
-    /// or when it cannot be read.
+    /// or when it cannot be read. Only a regular file of at most 64 KiB is read (a record is
+    /// about 200 bytes): a link or a large file planted there is not followed or loaded.
     public func handoffRecord(_ account: AccountName) -> (at: String, replica: String?)? {
-        guard isHandedOff(account), let data = FileManager.default.contents(atPath: handoffPath(account)),
+        guard isHandedOff(account), case .regularFile(let size) = folder.entry("moved/" + account.rawValue), size <= 64 << 10,
+            let data = FileManager.default.contents(atPath: handoffPath(account)),
             let value = try? JSONParser.parse(String(decoding: data, as: UTF8.self)), let at = value["handedOffAt"]?.stringValue
         else { return nil }
         return (at, value["replica"]?.stringValue)

@@ -202,8 +202,9 @@ final class DataService: Sendable {
         if !quiet || !connections.foldersChecked(account, at: checksKey(store)) {
             if !quiet { watch?.drain() }
             let key = checksKey(store)  // read before the checks: a change during them makes it stale
+            // Whether a handoff record exists, not what it says: the pool path reads it for its refusal.
+            guard !store.root.isHandedOff(account) else { return nil }
             do {
-                try store.root.refuseHandedOff(account)
                 try store.root.refuseLinkedFolders(account)
             } catch {
                 return nil  // the pool path refuses it, with the same error

@@ -42,6 +42,8 @@ public actor AccountdClient {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// Set once the connection is unusable; every later call throws it.
     private var failure: AccountdClientError?
+    /// Why the last request could not be sent, for a read that then finds no reply.
+    private var sendFailure: AccountdClientError?
 
     private init(socketPath: String, channel: any Channel, inbox: ReplyInbox) {
         self.socketPath = socketPath
@@ -116,10 +118,11 @@ public actor AccountdClient {
         do {
             try await channel.writeAndFlush(ByteBuffer(string: command.request(more: more).encoded() + "\n")).get()
         } catch {
-            let lost = AccountdClientError.connectionLost(socket: socketPath, reason: "sending the request failed: \(error)")
-            fail(lost)
-            finish()
-            throw lost
+            // A daemon that refuses the connection (`TooManyConnections`) writes why and closes
+            // it, maybe before this request went out: what it wrote is read as the reply, and
+            // when it wrote nothing, the read fails with this.
+            sendFailure = .connectionLost(socket: socketPath, reason: "sending the request failed: \(error)")
+            channel.close(promise: nil)
         }
     }
 
@@ -188,7 +191,8 @@ public actor AccountdClient {
                 throw lost
             }
             guard let next else {
-                let lost = failure ?? .connectionLost(socket: socketPath, reason: "the daemon closed the connection before its reply was complete")
+                let lost =
+                    failure ?? sendFailure ?? .connectionLost(socket: socketPath, reason: "the daemon closed the connection before its reply was complete")
                 fail(lost)
                 throw lost
             }

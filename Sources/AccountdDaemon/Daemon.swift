@@ -41,23 +41,25 @@ public enum Daemon {
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics,
             holdDeviceBack: !deviceAsked)
         // Device namespaces held back: the replica is asked again until it answers.
-        let recovery: Task<Void, Never>? =
+        let recovery: DeviceRecovery? =
             preferences.isDeviceHeldBack
             ? settings.replication.map { replicating in
-                let recovery = DeviceRecovery(
+                DeviceRecovery(
                     pull: DevicePull(root: root, replica: replicating.replica, litestream: replicating.litestream()), preferences: preferences,
                     pool: pool, logger: logger, shown: replicating.replica.redact(replicating.replica.device))
-                return Task { await recovery.run() }
             } : nil
-        defer { recovery?.cancel() }
-        let served: Result<Void, any Error>
-        do {
-            let services = try openServices(
-                settings, root: root, stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
-            try await serve(settings, loader: loader, services: services, loops: loops, logger: logger)
-            served = .success(())
-        } catch {
-            served = .failure(error)
+        let served: Result<Void, any Error> = await withTaskGroup(of: Void.self) { group in
+            // The recovery is a child of the daemon's run, cancelled once serving ends.
+            if let recovery { group.addTask { await recovery.run() } }
+            defer { group.cancelAll() }
+            do {
+                let services = try openServices(
+                    settings, root: root, stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+                try await serve(settings, loader: loader, services: services, loops: loops, logger: logger)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
         }
         // Every accepted Set is committed and the tables closed while the pool still runs.
         await preferences.closeAll()

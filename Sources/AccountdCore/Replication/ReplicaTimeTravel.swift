@@ -56,10 +56,13 @@ public struct ReplicaTimeTravel: Sendable {
         do {
             var timestamp = LitestreamTime.format(at)
             var plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
-            if plan.parsed == nil, let earliest = try await earliestTime(source: source, on: blocking), at >= earliest, at < earliest.addingTimeInterval(1) {
-                // Litestream records times to the second: a time within the history's first
-                // second gets the earliest state, whose time is that second (the one a refusal names).
-                timestamp = LitestreamTime.format(earliest.addingTimeInterval(1))
+            if plan.parsed == nil, let earliest = try await earliestState(source: source, into: temp, on: blocking),
+                at >= earliest.time, at < earliest.restoredAt
+            {
+                // Litestream records times to the second and restores from whole files: a time
+                // from the earliest state's second (the one a refusal names) to the first time
+                // Litestream restores it at gets that state.
+                timestamp = LitestreamTime.format(earliest.restoredAt)
                 plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
             }
             let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
@@ -114,11 +117,28 @@ public struct ReplicaTimeTravel: Sendable {
         return (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
     }
 
+    /// The replica's earliest state of the account: `time`, the second it has (what a restore
+    /// of it reports, ``Fetched/at``, and what a refusal names), and `restoredAt`, a time
+    /// Litestream restores it at. They differ when the files that hold it are stamped later
+    /// than the state (a compaction) or within the second after it. Nil when the replica holds
+    /// nothing for the account.
+    private func earliestState(source: String, into temp: String, on blocking: some BlockingRunner) async throws -> (time: Date, restoredAt: Date)? {
+        guard let start = try await earliestTime(source: source, on: blocking) else { return nil }
+        for candidate in [start, start.addingTimeInterval(1)] {
+            let plan = try await dryRun(LitestreamTime.format(candidate), source: source, into: temp, on: blocking)
+            let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
+            if let state = files.max() {
+                return (Date(timeIntervalSince1970: state.timeIntervalSince1970.rounded(.down)), candidate)
+            }
+        }
+        return (start, start.addingTimeInterval(1))
+    }
+
     /// Why Litestream could not restore `account` at `at`: before the replica's history (with
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
     private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        guard let earliest = try await earliestTime(source: source, on: blocking) else {
+        guard let earliest = try await earliestState(source: source, into: root.stagingPath(account, .rewinding), on: blocking)?.time else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
                 account: account.rawValue, file: shown)

@@ -50,16 +50,7 @@ struct OfflineCreationGuard {
                     + "Bring it back with 'accountd pull --replica URL --data-root \(root.path) \(account)' (or set replication.litestream.onCreate: pull), then migrate it",
                 account: account.rawValue, file: shown)
         case .pull:
-            let puller = ReplicaPull(root: root, replica: replica, litestream: litestream)
-            let staged = try puller.stage(account)
-            let run: LitestreamProgram.Run
-            do {
-                run = try await puller.restore(staged)
-            } catch {
-                puller.discard(staged)
-                throw error
-            }
-            let outcome = try puller.finish(staged, after: run)
+            let outcome = try await ReplicaPull(root: root, replica: replica, litestream: litestream).pullHere(account)
             return "\(account): pulled from the replica \(shown) instead of being created (replication.litestream.onCreate: pull), at version \(outcome.version)"
         }
     }

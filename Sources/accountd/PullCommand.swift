@@ -52,15 +52,7 @@ struct PullCommand: AsyncParsableCommand {
             let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
             try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.
-            let staged = try puller.stage(name)
-            let run: LitestreamProgram.Run
-            do {
-                run = try await puller.restore(staged)
-            } catch {
-                puller.discard(staged)
-                throw error
-            }
-            let outcome = try puller.finish(staged, after: run)
+            let outcome = try await puller.pullHere(name)
             print("\(name): pulled at version \(outcome.version) (\(outcome.sizeBytes) bytes, Litestream txid \(outcome.txid ?? "unknown"))")
         } catch {
             FileHandle.standardError.write(Data("accountd: \(account): \(error)\n".utf8))

@@ -79,6 +79,23 @@ public struct ReplicaPull: Sendable {
         try await litestream.run(["restore", "-config", staged.config + ".yml", "-no-expand-env", "-json", "-o", staged.temp, staged.config + ".sqlite"])
     }
 
+    /// The three steps of a pull in a program of its own (`accountd pull`, `accountd migrate
+    /// --create`), whose thread may block in ``stage(_:)`` and ``finish(_:after:accept:)``;
+    /// what was staged is removed whatever happens.
+    ///
+    /// - Throws: as ``stage(_:)``, ``restore(_:)`` and ``finish(_:after:accept:)``.
+    public func pullHere(_ account: AccountName) async throws -> Outcome {
+        let staged = try stage(account)
+        let run: LitestreamProgram.Run
+        do {
+            run = try await restore(staged)
+        } catch {
+            discard(staged)
+            throw error
+        }
+        return try finish(staged, after: run)
+    }
+
     /// Removes what ``stage(_:)`` left, when ``restore(_:)`` failed. Blocking (files only).
     public func discard(_ staged: Staged) {
         unlink(staged.config + ".yml")

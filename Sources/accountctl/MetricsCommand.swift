@@ -25,11 +25,18 @@ struct MetricsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the text to this file (atomically), `accountd_up 0` when the daemon is down.", valueName: "path"))
     var textfile: String?
 
-    @Option(help: ArgumentHelp("With --textfile: seconds to wait for the answer before writing `accountd_up 0`.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "With --textfile: seconds to wait for the answer before writing `accountd_up 0` (more than 0, at most 3600).", valueName: "seconds"))
     var timeout: Double = 10
 
+    /// The one rule for `--timeout`, said as it is checked: more than 0 (no wait at all would
+    /// write `accountd_up 0` before any daemon could answer), at most an hour.
     func validate() throws {
-        guard timeout.isFinite, timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be a number of seconds from 0 to 3600") }
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
+            throw ValidationError(
+                "--timeout must be a number of seconds more than 0 and at most 3600 (0 would write accountd_up 0 before the daemon could answer)")
+        }
     }
 
     func run() async throws {

@@ -48,8 +48,16 @@ public final class SQLConnectionCache: Sendable {
     /// A connection to `account`'s file at `path`: an idle one of the same file, or a new one.
     /// Blocking (a new connection opens the file): call it on a pool thread.
     ///
+    /// - Parameter busy: how long its statements wait for another process's lock on the file
+    ///   (`accounts.lockTimeoutSeconds`); nil keeps ``SQLConnection``'s default.
     /// - Throws: `SQLError` when the file cannot be opened.
-    public func take(_ account: AccountName, path: String, readOnly: Bool) throws(ProtocolError) -> SQLConnection {
+    public func take(_ account: AccountName, path: String, readOnly: Bool, busy: Duration? = nil) throws(ProtocolError) -> SQLConnection {
+        let connection = try takeAny(account, path: path, readOnly: readOnly, busy: busy)
+        if let busy { connection.waitForLocks(upTo: busy) }
+        return connection
+    }
+
+    private func takeAny(_ account: AccountName, path: String, readOnly: Bool, busy: Duration?) throws(ProtocolError) -> SQLConnection {
         let key = Key(account: account, readOnly: readOnly)
         let current = FileIdentity(path: path)
         var stale: [SQLConnection] = []
@@ -65,7 +73,7 @@ public final class SQLConnectionCache: Sendable {
         }
         if let found { return found }
         do {
-            let connection = try SQLConnection(path: path, readOnly: readOnly)
+            let connection = try SQLConnection(path: path, readOnly: readOnly, busy: busy)
             connection.generation = generation
             return connection
         } catch {

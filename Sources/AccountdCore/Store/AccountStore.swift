@@ -169,8 +169,12 @@ public final class AccountStore: Sendable {
         let walStamp = FileStamp(path: path + "-wal")
         // Facts remembered by a shallow read (``readFacts(_:busy:)``) are taken only for a file
         // that passed the deep check at this stamp.
+        // A lock changes no stamp: a file another process holds locked is read again, which
+        // waits for it up to the lock timeout and then refuses it with `AccountBusy` (one
+        // read of `/proc/locks`, so that a switch never reports ready an account it cannot use).
         if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp,
-            cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp
+            cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp,
+            !OtherProcessLocks.read().holds(stamp)
         {
             return (cached.facts, nil)
         }
@@ -364,7 +368,7 @@ public final class AccountStore: Sendable {
     ///   `accountTooNew` for a newer file not readable by this bundle, `accountBusy` when
     ///   another process holds it locked, `storage` when it cannot be opened at all.
     public func usableState(_ account: AccountName) throws -> AccountStatus.State {
-        let facts = try readFacts(account)
+        let facts = try readFacts(account, probingLocks: true)
         guard isUsable(facts) else { throw tooNew(account, facts) }
         return state(of: facts)
     }
@@ -372,13 +376,19 @@ public final class AccountStore: Sendable {
     /// What the file says about itself: remembered from the last inspection while its file and
     /// WAL are unchanged, else read (shallowly: no page scan) without changing the file.
     ///
-    /// - Parameter busy: how long to wait for another process's lock on the file; nil waits
-    ///   ``Options/lockTimeout``.
-    private func readFacts(_ account: AccountName, busy: Duration? = nil) throws -> AccountFacts {
+    /// - Parameters:
+    ///   - busy: how long to wait for another process's lock on the file; nil waits
+    ///     ``Options/lockTimeout``.
+    ///   - probingLocks: remembered facts are taken only while no other process holds the
+    ///     file locked (a lock changes no stamp); else the file is read, which waits for the
+    ///     lock and then refuses it with `AccountBusy`. One read of `/proc/locks`.
+    private func readFacts(_ account: AccountName, busy: Duration? = nil, probingLocks: Bool = false) throws -> AccountFacts {
         let path = root.accountPath(account)
         let main = FileStamp(path: path)
         let wal = FileStamp(path: path + "-wal")
-        if let main, let cached = known.withLock({ $0[account] }), cached.main == main, cached.wal == wal {
+        if let main, let cached = known.withLock({ $0[account] }), cached.main == main, cached.wal == wal,
+            !probingLocks || !OtherProcessLocks.read().holds(main)
+        {
             return cached.facts
         }
         let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)

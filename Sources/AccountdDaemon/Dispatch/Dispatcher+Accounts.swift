@@ -43,7 +43,9 @@ extension Dispatcher {
         let named: [AccountName] =
             switch target {
             case .all: try await switching.accountNames()
-            case .accounts(let names): names
+            case .accounts(let names):
+                // Each account once, in the order first named: a name given twice is one account.
+                names.reduce(into: (seen: Set<AccountName>(), kept: [AccountName]())) { if $0.seen.insert($1).inserted { $0.kept.append($1) } }.kept
             }
         try await refuseMissingCanary(rollout)
         let (accounts, canary) = rollout.ordered(named)

@@ -34,11 +34,12 @@ final class AccountFailures: Sendable {
         failed = Mutex(loaded)
     }
 
-    /// The state a failure of `kind` counts the account in.
+    /// The state a failure of `kind` counts the account in: a full or failing disk (`storage`)
+    /// is `unavailable`, as `Status ACCOUNT` says (docs/OPERATIONS.md: AccountdAccountUnreadable).
     static func state(of kind: AccountdError.Kind?) -> String {
         if kind == .accountCorrupt { return "corrupt" }
         if kind == .accountTooNew { return "too_new" }
-        if kind == .accountBusy { return "unavailable" }
+        if kind == .accountBusy || kind == .storage { return "unavailable" }
         return "failed"
     }
 

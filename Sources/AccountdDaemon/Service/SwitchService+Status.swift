@@ -79,8 +79,10 @@ extension SwitchService {
                 failure?.overlay(on: &status)
                 return status
             }
+            // The version it is at (its header: the migration is not committed yet), and
+            // `target` the one it migrates to.
             return AccountStatus(
-                account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
+                account: account, exists: true, version: store.headerVersion(account), target: store.targetVersion, state: .migrating,
                 sizeBytes: store.sizeOnDisk(account))
         }
     }

@@ -65,14 +65,14 @@ import Testing
         let setX1 = #"{"method":"io.accountd.Set","parameters":{"namespace":"user","key":"theme","value":"dark","account":"x1"}}"#
         let query = #"{"method":"io.accountd.Query","parameters":{"sql":"SELECT count(*) FROM user_info","account":"x1"}}"#
         let execute = #"{"method":"io.accountd.Execute","parameters":{"statements":[{"sql":"DELETE FROM user_info"}],"account":"x1"}}"#
-        // x1 opened and used: its preference table, a Query's and an Execute's connections are open.
+        // x1 opened and used, then opened again (which closes its connections: while the daemon
+        // has the file open, no other process can take its exclusive lock) and left.
         for account in ["x1", "alice", "x1"] { #expect(try client.callOne("switch \(account)").error == nil) }
         for request in [setX1, query, execute] { #expect(try client.callOne(request).error == nil, "\(request)") }
-        #expect(try client.callOne("switch alice").error == nil)
+        for account in ["alice", "x1", "alice"] { #expect(try client.callOne("switch \(account)").error == nil) }
         let holder = try Self.hold(daemon.accountPath("x1"))
         defer { try? holder.close() }
 
-        // A Query whose connection and statement are ready (answered on the event loop before).
         let (read, readSeconds) = try LockedAccountTests.timed { try client.callOne(query) }
         Self.expectBusy(read, seconds: readSeconds, "Query")
         let (written, writeSeconds) = try LockedAccountTests.timed { try client.callOne(execute) }
@@ -92,7 +92,8 @@ import Testing
         #expect(failures.allSatisfy { $0.contains("account=x1") }, "\(failures)")
     }
 
-    /// A Set on an account whose preference table is open (a commit, not an open, meets the lock).
+    /// A Set on an account whose preference table is open but not written since it was (its
+    /// values read, its file closed again): the commit, not the open, meets the lock.
     @Test func aSetCommittingToAHeldAccountAnswersAccountBusy() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path, environment: ["ACCOUNTD_ACCOUNTS_LOCK_TIMEOUT_SECONDS": "\(Self.lockTimeout)"])
@@ -101,6 +102,9 @@ import Testing
         #expect(try client.callOne("switch x1").error == nil)
         let set = #"{"method":"io.accountd.Set","parameters":{"namespace":"user","key":"theme","value":"dark"}}"#
         #expect(try client.callOne(set).error == nil)
+        #expect(try client.callOne("switch alice").error == nil)
+        #expect(try client.callOne("switch x1").error == nil)
+        #expect(try client.callOne("get user theme").parameters["value"] == "dark")
         let holder = try Self.hold(daemon.accountPath("x1"))
         defer { try? holder.close() }
 

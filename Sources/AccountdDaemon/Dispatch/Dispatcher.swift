@@ -15,7 +15,7 @@ import NIOCore
 ///    is (a short `Query` of a warm account: ``DataService/queryAtOnce(_:_:maxRows:)``), handed to the
 ///    table's group commit (a Set or Delete on an open table), or run in a task on the
 ///    connection's event loop (everything that waits for a lock, SQLite or the disk).
-/// 3. However it ran, it ends in ``finish(_:since:oneway:_:writer:)``, the one funnel: an error becomes
+/// 3. However it ran, it ends in ``finish(_:account:since:oneway:_:writer:)``, the one funnel: an error becomes
 ///    its wire form there (``ErrorMapping``, asking the error's ``WireError``), the request
 ///    is counted there once, with its outcome and latency, and its last reply is written
 ///    there, to the connection's one writer.
@@ -208,10 +208,10 @@ struct Dispatcher: Sendable {
         return .running
     }
 
-    /// Ends `call` with `outcome` (see ``finish(_:since:oneway:_:writer:)``).
+    /// Ends `call` with `outcome` (see ``finish(_:account:since:oneway:_:writer:)``).
     @discardableResult
     func finish(_ call: Call, _ outcome: Result<Reply, any Error>, writer: ConnectionWriter) -> Response {
-        finish(call.command.method, since: call.received, oneway: call.oneway, outcome.map { Optional($0) }, writer: writer)
+        finish(call.command.method, account: call.command.account, since: call.received, oneway: call.oneway, outcome.map { Optional($0) }, writer: writer)
     }
 
     /// The one funnel every request ends in, however it ran or was refused: its outcome
@@ -220,10 +220,12 @@ struct Dispatcher: Sendable {
     /// the reply is written, unless the request was `oneway`, the client went away
     /// (``ClientGone``), or there is none (a Watch, counted as it starts).
     ///
-    /// - Parameter method: nil when the request was not read far enough to know it.
+    /// - Parameters:
+    ///   - method: nil when the request was not read far enough to know it.
+    ///   - account: the account the request acts on, named in the log line of its failure.
     @discardableResult
     func finish(
-        _ method: Method?, since received: ContinuousClock.Instant, oneway: Bool, _ outcome: Result<Reply?, any Error>,
+        _ method: Method?, account: AccountName? = nil, since received: ContinuousClock.Instant, oneway: Bool, _ outcome: Result<Reply?, any Error>,
         writer: ConnectionWriter
     ) -> Response {
         let reply: Reply?
@@ -234,7 +236,7 @@ struct Dispatcher: Sendable {
             services.metrics.request(method, outcome: "ClientGone", since: received)
             return .answered
         case .failure(let error):
-            reply = ErrorMapping.reply(for: error, method: method, logger: logger)
+            reply = ErrorMapping.reply(for: error, method: method, account: account, logger: logger)
         }
         services.metrics.request(method, error: reply?.error, since: received)
         if let reply, !oneway { writer.send(reply) }

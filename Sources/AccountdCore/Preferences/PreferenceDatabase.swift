@@ -293,7 +293,8 @@ public final class PreferenceDatabase: Sendable {
     }
 
     /// `body`, with an account file's SQLite errors named: another process's lock is
-    /// `AccountBusy`, a full or failing disk and anything else `storage`, each naming the account.
+    /// `AccountBusy`, damage inside the file `AccountCorrupt`, a full or failing disk and
+    /// anything else `storage`, each naming the account.
     private static func naming<T>(_ account: AccountName?, _ path: String, busy: Duration, _ body: () throws -> T) throws -> T {
         do {
             return try body()
@@ -301,6 +302,9 @@ public final class PreferenceDatabase: Sendable {
             guard let account else { throw error }
             if error.resultCode.primaryResultCode == .SQLITE_BUSY { throw AccountdError.lockedByOtherProcess(account, path: path, waited: busy) }
             if let disk = ErrorText.diskProblem(error, near: path) { throw AccountdError.diskProblem(account, path: path, disk) }
+            if AccountdError.isDamaged(sqliteCode: Int64(error.extendedResultCode.rawValue)) {
+                throw AccountdError.damagedInside(account, path: path, sqlite: error.message ?? "\(error.resultCode)")
+            }
             throw AccountdError(
                 .storage, "the preferences of account \(account) in \(path) cannot be read: \(ErrorText.of(error))", account: account.rawValue,
                 file: path)

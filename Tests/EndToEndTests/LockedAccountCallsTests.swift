@@ -114,4 +114,27 @@ import Testing
         let lines = daemon.log.split(separator: "\n").filter { $0.contains("operation=Set") }
         #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("account=x1") }, "\(daemon.log.suffix(2000))")
     }
+
+    /// Verify, Plan, Export and Snapshot wait `accounts.lockTimeoutSeconds` too: Plan and
+    /// Export waited SQLite's fixed 10 s, and said nothing of the setting.
+    @Test func maintenanceOfAHeldAccountGivesUpAfterTheLockTimeout() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path, environment: ["ACCOUNTD_ACCOUNTS_LOCK_TIMEOUT_SECONDS": "\(Self.lockTimeout)"])
+        defer { _ = E2E.stop(daemon) }
+        let client = try Hostile.client(daemon.socket, timeout: 30)
+        for account in ["x1", "alice"] { #expect(try client.callOne("switch \(account)").error == nil) }
+        let holder = try Self.hold(daemon.accountPath("x1"))
+        defer { try? holder.close() }
+
+        let requests = [
+            #"{"method":"io.accountd.Verify","parameters":{"account":"x1"}}"#,
+            #"{"method":"io.accountd.Plan","parameters":{"account":"x1"}}"#,
+            #"{"method":"io.accountd.Export","parameters":{"account":"x1","format":"jsonl"},"more":true}"#,
+            #"{"method":"io.accountd.Snapshot","parameters":{"account":"x1"}}"#,
+        ]
+        for request in requests {
+            let (reply, seconds) = try LockedAccountTests.timed { try client.callOne(request) }
+            Self.expectBusy(reply, seconds: seconds, request)
+        }
+    }
 }

@@ -126,7 +126,7 @@ final class DataService: Sendable {
     /// apps' Executes, which expect the bundle's schema), under the account's lock, on the file
     /// at whatever usable version it is.
     private func executeAtStoredVersion(_ account: AccountName, _ work: SQLConnection.Batched, uid: UInt32) async throws -> ExecuteReply {
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let outcome = try await usable(account, locked: true, migrate: false, uid: uid) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
             let outcome = connection.execute(batch: [work], timeout: timeout)[0]
@@ -144,7 +144,7 @@ final class DataService: Sendable {
     /// hands the lead to the first `Execute` still waiting, if any; returns the leader's own
     /// outcome. No task is started for it: each batch runs in a request's own task.
     private func commitBatch(_ account: AccountName) async -> Result<SQLConnection.Executed, any Error> {
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let batch = batches.take(for: account)
         let outcomes: [Result<SQLConnection.Executed, any Error>]
         do {
@@ -262,7 +262,7 @@ final class DataService: Sendable {
     func usable<T: Sendable>(
         _ account: AccountName, locked: Bool, migrate: Bool = true, uid: UInt32, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
-        let (timeoutMs, connections) = (limits.timeoutMs, connections)
+        let connections = connections
         for _ in 0..<3 {
             let store = stores.current
             let hold = locked ? try await store.hold(account) : nil

@@ -111,7 +111,7 @@ extension DataService {
         allowed: @escaping @Sendable () throws -> Void
     ) async throws -> QueryReply {
         let account = try target(account)
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: stream.writer.isClientGone)
         let pages = try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true, busy: store.options.lockTimeout)

@@ -20,6 +20,8 @@ import UnixSignals
 ///   does not matter. A uid that may no longer read its active account has none from now on
 ///   (cleared in `state.json` too), and its streams of that account already running end
 ///   with `PermissionDenied` before their next piece.
+/// - A bundle that does not reach the one in force (an older release put back, or other steps)
+///   withdraws it: migrations running under it stop and roll back whole (``BundleWithdrawals``).
 /// - A changed bundle applies to the next open, and every uid's active account is brought
 ///   to it (migrated if it is now older), one account after another, in the background once
 ///   the reload is done: a migration that runs long holds neither the next SIGHUP nor SIGTERM.
@@ -130,6 +132,11 @@ struct ReloadService: Service {
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint
         if bundleChanged || settings.storeOptions != store.options {
             services.stores.replace(store.replacing(bundle: bundle, options: settings.storeOptions))
+        }
+        if store.isWithdrawn {
+            logger.warning(
+                "reload: bundle version \(store.targetVersion) is withdrawn (the new bundle does not reach it): its running migrations stop and roll back whole, and a Migrate under it begins no further account",
+                metadata: ["migrations_running": "\(services.switching.board.migrations().count)"])
         }
         let inEffect = applied.isEmpty ? "" : "; now in force: " + applied.map(\.description).joined(separator: ", ")
         guard bundleChanged else {

@@ -59,9 +59,10 @@ struct Services: Sendable {
     /// (``FleetFigures``). Blocking: lists and stats the data root.
     func metricsText() -> String {
         let store = stores.current
-        let fleet = FleetFigures.read(
-            store: store, census: census, board: switching.board, failed: switching.failedAccounts.all(underBundle: store.bundle.fingerprint),
+        var fleet = FleetFigures.read(
+            store: store, census: census, board: switching.board, failed: switching.failedAccounts.all(),
             active: switching.activeAccounts)
+        fleet.failureRecordsLost = switching.failedAccounts.lost
         return metrics.text(active: switching.active, fleet: fleet, now: Date().timeIntervalSince1970)
     }
 

@@ -48,8 +48,8 @@ import Testing
         #expect(daemon.log.contains("moved aside to"), "\(daemon.log.suffix(2000))")
 
         // The next failure writes a new record; the damaged file stays as it was.
-        try E2E.sqlite3(dataRoot + "/accounts/k05.sqlite", "PRAGMA user_version = 9;")
-        #expect(try E2E.accountctl(["migrate", "k05"], socket: daemon.socket).status != 0)
+        try E2E.makeTooNewAccount("k06", dataRoot: dataRoot, bundle: bundle, in: dir)
+        #expect(try E2E.accountctl(["migrate", "k06"], socket: daemon.socket).status != 0)
         #expect(FileManager.default.fileExists(atPath: dataRoot + "/failures.json"))
         if let name = aside.first {
             #expect(try String(contentsOfFile: dataRoot + "/" + name, encoding: .utf8) == "this is {not json")

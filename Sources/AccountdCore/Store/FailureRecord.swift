@@ -46,6 +46,9 @@ public struct FailureRecord: Sendable {
 
         /// How many records were lost: the entries skipped, and a file moved aside counts one.
         public var lost: Int { skipped.count + (movedAside == nil ? 0 : 1) }
+
+        /// Nothing read: no file.
+        public init() {}
     }
 
     /// The failures recorded, read entry by entry; none when the file is missing. Blocking.

@@ -68,6 +68,11 @@ import Testing
                 MigrateSummary(
                     count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped],
                     created: 1, restored: 1),
+                {
+                    var withdrawn = MigrateSummary(count: 1, migrated: 0, current: 0, failed: 1, stopped: .withdrawn)
+                    (withdrawn.withdrawnVersion, withdrawn.bundleVersion) = (5, 4)
+                    return withdrawn
+                }(),
             ],
             .get: [PreferenceValue(value: "dark")],
             .set: [EmptyReply()],

@@ -45,6 +45,7 @@ final class DaemonMetrics: Sendable {
         static let snapshotsStored = "accountd_snapshots_stored"
         static let scrapeTime = "accountd_metrics_timestamp_seconds"
         static let failureRecordsLost = "accountd_failure_records_lost"
+        static let bundleCheckSeconds = "accountd_reload_bundle_check_seconds"
     }
 
     /// Why a snapshot was taken: the `reason` label of ``Name/snapshots``.
@@ -142,6 +143,7 @@ final class DaemonMetrics: Sendable {
         }
         gauge(Name.snapshotsStored, Double(disk.snapshotCount))
         gauge(Name.failureRecordsLost, Double(fleet.failureRecordsLost))
+        gauge(Name.bundleCheckSeconds, fleet.bundleCheckSeconds)
         if accountLabels {
             let name = active?.rawValue
             shownActive.withLock { shown in

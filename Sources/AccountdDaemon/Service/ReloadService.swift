@@ -26,7 +26,9 @@ import UnixSignals
 ///   to it (migrated if it is now older), one account after another, in the background once
 ///   the reload is done: a migration that runs long holds neither the next SIGHUP nor SIGTERM.
 /// - The bundle's check runs its migrations on an empty database; a newer SIGHUP stops a
-///   check still running (and that reload is refused, with a log line), as SIGTERM does.
+///   check still running (and that reload is refused, with a log line), as SIGTERM does, and
+///   so does `schema.checkTimeoutSeconds` (the refusal names the file and line). `Status` and
+///   the metrics show the check while it runs.
 /// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
 ///   the namespaces and `preferences.groupCommit` change only with a restart; a changed
 ///   value is logged and left.
@@ -99,7 +101,10 @@ struct ReloadService: Service {
         let bundle: SchemaBundle
         logger.notice("reload: checking the schema bundle \(settings.schemaDirectory) (its migrations run on an empty database; a newer SIGHUP stops the check)")
         do {
-            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory, interrupt: interrupt) }
+            services.reloadBegan()
+            defer { services.reloadEnded() }
+            let check = SQLiteInterrupt(within: interrupt, timeLimit: settings.bundleCheckTimeLimit)
+            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory, interrupt: check) }
         } catch {
             logger.error(
                 "reload refused: \(error); the previous settings stay in force, still serving bundle version \(current.targetVersion) from \(current.directory)",

@@ -44,6 +44,17 @@ import Testing
     @Test func atStartUpTheDaemonExitsWithTheCheckWhereItStood() throws {
         let dir = TestDirectory()
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [FleetStopTests.item, Self.endless])
+        try Self.expectStartUpStopped(bundle, in: dir, at: "migrations/0002_step2.sql line 1")
+    }
+
+    @Test func aDeclarativeSchemasCheckIsBoundedToo() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.writeDeclarative(at: dir.sub("bundle"), version: 1, schema: FleetStopTests.item + "\n" + Self.endless)
+        try Self.expectStartUpStopped(bundle, in: dir, at: "schema.sql line 3")
+    }
+
+    /// Starts the daemon on `bundle` and expects it to exit, the check stopped at `location`.
+    static func expectStartUpStopped(_ bundle: String, in dir: borrowing TestDirectory, at location: String) throws {
         try Files.write("{}\n", to: dir.path + "/none.yaml")
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ACCOUNTD_") }
         environment.merge(Self.limit) { $1 }
@@ -59,6 +70,6 @@ import Testing
         let log = ((try? String(contentsOfFile: dir.path + "/accountd.err", encoding: .utf8)) ?? "")
             + ((try? String(contentsOfFile: dir.path + "/accountd.out", encoding: .utf8)) ?? "")
         #expect(daemon.terminationStatus != 0)
-        #expect(log.contains("time limit of 4 s") && log.contains("migrations/0002_step2.sql line 1"), "\(log.suffix(2000))")
+        #expect(log.contains("time limit of 4 s") && log.contains(location), "\(log.suffix(2000))")
     }
 }

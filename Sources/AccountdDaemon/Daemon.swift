@@ -119,7 +119,8 @@ public enum Daemon {
         // Said first: a bundle whose check never ends (its migrations run on an empty
         // database) would otherwise leave a daemon that never listens without a word.
         logger.info("checking the schema bundle \(settings.schemaDirectory)")
-        let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
+        let bundle = try SchemaBundle.load(
+            from: settings.schemaDirectory, interrupt: SQLiteInterrupt(within: SQLiteInterrupt(), timeLimit: settings.bundleCheckTimeLimit))
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
         return bundle

@@ -63,6 +63,10 @@ public final class AccountStore: Sendable {
         BoundedCache<AccountName, (main: FileStamp, wal: FileStamp?, facts: AccountFacts)>(capacity: AccountStore.rememberedAccounts))
     /// Schemas already found equal to the bundle's target by a migration.
     let matchedSchemas = MatchedSchemas()
+    /// The bundles whose migrations may still run; shared with the stores ``replacing(bundle:options:)`` makes.
+    let withdrawals: BundleWithdrawals
+    /// Stops this store's migrations when a reload withdraws its bundle (see ``BundleWithdrawals``), and at SIGTERM.
+    let withdrawal: SQLiteInterrupt
     /// How many accounts' facts are remembered at most: the working set of switches, while
     /// a fleet of any size touched by `Migrate` leaves memory flat.
     static let rememberedAccounts = 1024
@@ -74,24 +78,35 @@ public final class AccountStore: Sendable {
         self.options = options
         self.locks = AccountLocks()
         self.pins = SnapshotPins()
+        withdrawal = SQLiteInterrupt()
+        withdrawals = BundleWithdrawals(first: bundle, interrupt: withdrawal)
     }
 
-    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks, pins: SnapshotPins) {
+    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks, pins: SnapshotPins, withdrawals: BundleWithdrawals) {
         self.root = root
         self.bundle = bundle
         self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = locks
         self.pins = pins
+        self.withdrawals = withdrawals
+        withdrawal = withdrawals.bringing(bundle)
     }
+
+    /// Whether a reload withdrew this store's bundle: a bundle now in force does not reach its
+    /// target (``BundleWithdrawals``). Its migrations running were stopped and rolled back
+    /// whole, and nothing more is opened under it.
+    public var isWithdrawn: Bool { withdrawal.isStopped && !SQLiteInterrupt.isStopping }
 
     /// A store over the same data root with another bundle, sharing this store's
     /// per-account locks, so an operation still running under the old bundle and one
-    /// under the new never overlap on an account.
+    /// under the new never overlap on an account. When `bundle` does not reach the target of
+    /// this store's bundle (or of an earlier one whose migrations may still run), that bundle
+    /// is withdrawn: its running migrations stop and roll back whole (``isWithdrawn``).
     public func replacing(bundle: SchemaBundle, options: Options) -> AccountStore {
         // A reload: checks remembered under the old bundle are made again (``checksEpoch``).
         locks.changed()
-        return AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins)
+        return AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins, withdrawals: withdrawals)
     }
 
     var snapshots: SnapshotStore {
@@ -137,6 +152,7 @@ public final class AccountStore: Sendable {
     private func openLocked(_ account: AccountName, create: Bool, progress: ProgressHandler?) throws -> OpenOutcome {
         let started = ContinuousClock.now
         let path = root.accountPath(account)
+        if isWithdrawn { throw AccountdError.withdrawnBeforeOpen(account, bundle: bundle, path: path) }
         if FileSystem.entry(at: path) == .missing {
             return try createMissing(account, path: path, allowed: create, started: started)
         }
@@ -264,7 +280,9 @@ public final class AccountStore: Sendable {
         _ account: AccountName, path: String, on writer: DatabaseQueue?, from version: Int,
         after snapshot: (info: SnapshotInfo, milliseconds: Double), progress: ProgressHandler?
     ) throws -> Migrated {
-        let milliseconds = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas, busy: options.lockTimeout)
+        let milliseconds = try Migrator(
+            bundle: bundle, account: account, path: path, matched: matchedSchemas, busy: options.lockTimeout, interrupt: withdrawal
+        )
             .migrate(on: writer, from: version, progress: progress)
         return Migrated(snapshot: snapshot.info, snapshotMs: snapshot.milliseconds, migrationMs: milliseconds)
     }

@@ -69,6 +69,13 @@ public struct DaemonSettings: Sendable {
     public var replication: ReplicationSettings?
     /// The config file that was read, if any.
     public var configFile: String?
+    /// How long a bundle's check (its migrations run on an empty database) may run before it
+    /// is stopped: the reload is refused, or the daemon exits at start-up, naming the file and
+    /// line where it stood (`schema.checkTimeoutSeconds`, default 60; 1 to 86400).
+    public var bundleCheckTimeoutSeconds: Double = 60
+
+    /// ``bundleCheckTimeoutSeconds`` as a duration.
+    public var bundleCheckTimeLimit: Duration { .milliseconds(Int64(bundleCheckTimeoutSeconds * 1000)) }
 
     public var storeOptions: AccountStore.Options {
         var options = AccountStore.Options()

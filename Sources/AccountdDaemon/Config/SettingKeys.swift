@@ -13,7 +13,7 @@ enum SettingKeys {
     static let all: [String] = [
         "data.root",
         "socket.path", "socket.varlink", "socket.mode",
-        "schema.dir",
+        "schema.dir", "schema.checkTimeoutSeconds",
         "log.level",
         "requests.maxBytes",
         "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",

@@ -137,6 +137,7 @@ public struct SettingsLoader: Sendable {
             "socket.mode": .init(.string("0660"), isSecret: false),
             "schema.dir": .init(.string(InstalledBundle.defaultDirectory), isSecret: false),
             "log.level": .init(.string("info"), isSecret: false),
+            "schema.checkTimeoutSeconds": .init(.double(60), isSecret: false),
             "requests.maxBytes": .init(.int(1 << 20), isSecret: false),
             "accounts.lockTimeoutSeconds": .init(.double(30), isSecret: false),
             "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
@@ -171,6 +172,7 @@ public struct SettingsLoader: Sendable {
         let timeout = try reader.seconds("accounts.lockTimeoutSeconds", Self.lockTimeoutRange)
         let checkIntegrity = try reader.bool("accounts.checkIntegrityOnOpen")
         let accountLabels = try reader.bool("metrics.accountLabels")
+        let checkTimeout = try reader.seconds("schema.checkTimeoutSeconds", Self.checkTimeoutRange)
         let groupCommit = try reader.bool("preferences.groupCommit")
         let idleTimeout = try reader.seconds("limits.idleTimeoutSeconds", Self.idleTimeoutRange)
         let socketPath = try absolute(reader.string("socket.path"))
@@ -207,7 +209,8 @@ public struct SettingsLoader: Sendable {
             namespaces: namespaces,
             groupCommit: groupCommit,
             replication: replication,
-            configFile: FileManager.default.fileExists(atPath: file) ? file : nil)
+            configFile: FileManager.default.fileExists(atPath: file) ? file : nil,
+            bundleCheckTimeoutSeconds: checkTimeout)
     }
 
     /// `log.level`: one of swift-log's levels.
@@ -278,6 +281,8 @@ public struct SettingsLoader: Sendable {
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.
     static let lockTimeoutRange: ClosedRange<Double> = 0...3600
+    /// `schema.checkTimeoutSeconds`: a second to a day.
+    static let checkTimeoutRange: ClosedRange<Double> = 1...86_400
     /// `limits.queryTimeoutMs`: a millisecond to an hour.
     static let queryTimeoutRange: ClosedRange<Int> = 1...3_600_000
     /// `limits.queryMaxRows`: 1 to ten million rows in one reply without `more`.

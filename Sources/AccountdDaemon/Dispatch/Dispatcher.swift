@@ -99,7 +99,9 @@ struct Dispatcher: Sendable {
             return finish(call, .success(Reply(services.info())), writer: writer)
         case .status(nil):
             _ = activeAccount(of: call.peer)  // one the caller may no longer read is cleared first
-            return finish(call, .success(Reply(services.switching.daemonStatus(for: call.peer.uid))), writer: writer)
+            var status = services.switching.daemonStatus(for: call.peer.uid)
+            status.bundleCheckSeconds = services.bundleCheckSeconds.map { Int($0) }
+            return finish(call, .success(Reply(status)), writer: writer)
         case .status(let account?):
             return task(call, writer) { _ in
                 var reply = AccountStatusReply(try await services.switching.accountStatus(account))

@@ -72,7 +72,7 @@ extension SwitchService {
     /// `lstat` included) is on the blocking pool, never on the caller's event loop.
     func accountStatus(_ account: AccountName) async throws -> AccountStatus {
         let store = stores.current
-        let (board, failure) = (board, failedAccounts.failure(of: account, underBundle: store.bundle.fingerprint))
+        let (board, failure) = (board, failedAccounts.failure(of: account))
         return try await pool.run {
             guard board.isMigrating(account) else {
                 var status = store.status(account)
@@ -106,7 +106,7 @@ extension SwitchService {
     /// Only the accounts `include` allows are listed (a non-admin's readable ones).
     func list(details: Bool, include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> [ListEntry] {
         let (store, board) = (stores.current, board)
-        let failures = failedAccounts.all(underBundle: store.bundle.fingerprint)
+        let failures = failedAccounts.all()
         return try await pool.run {
             let locks = details ? OtherProcessLocks.read() : nil
             return store.root.accountNames().filter(include).map { account in

@@ -103,7 +103,15 @@ public final class SQLConnectionCache: Sendable {
 
     /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:checkedUnder:path:readOnly:)``; it stays open for the next
     /// request unless its account was closed meanwhile or `broken` (then it is closed).
-    public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
+    ///
+    /// Closing a connection may wait (for the file, SQLite's checkpoint on the last close),
+    /// so a caller that may not wait (the event loop's bounded read) passes `closer`, which
+    /// runs the closes elsewhere (on the blocking pool): this one, or the least recently used
+    /// idle ones the cache evicts past its limit. Without it they are closed here.
+    public func giveBack(
+        _ connection: SQLConnection, account: AccountName, broken: Bool = false,
+        closer: (@Sendable (_ close: @escaping @Sendable () -> Void) -> Void)? = nil
+    ) {
         connection.finish()
         let key = Key(account: account, readOnly: connection.readOnly)
         var closing: [SQLConnection] = []
@@ -124,7 +132,9 @@ public final class SQLConnectionCache: Sendable {
                 state.count -= 1
             }
         }
-        for connection in closing { connection.close() }
+        guard !closing.isEmpty else { return }
+        let closeAll: @Sendable () -> Void = { [closing] in for connection in closing { connection.close() } }
+        if let closer { closer(closeAll) } else { closeAll() }
     }
 
     /// Whether the store found `account`'s file at `path` usable under a bundle at `target`,

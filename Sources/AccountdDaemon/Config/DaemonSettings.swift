@@ -23,6 +23,11 @@ public struct DaemonSettings: Sendable {
     /// The most connections served at once (`limits.maxConnections`, default 512); one more
     /// gets `TooManyConnections` and is closed.
     public var maximumConnections: Int
+    /// Connections only admins may take beyond `maximumConnections`
+    /// (`limits.adminReservedConnections`, default 3), so that the metrics unit and an operator
+    /// still reach a daemon whose connections others hold, as PostgreSQL's
+    /// `superuser_reserved_connections`.
+    public var adminReservedConnections = 3
     /// A connection with no traffic and nothing in progress for this long is closed
     /// (`limits.idleTimeoutSeconds`, default 600; 0 for never).
     public var idleTimeoutSeconds: Double

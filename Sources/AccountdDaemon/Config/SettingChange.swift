@@ -32,6 +32,7 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("log.level", \.logLevel, reload: true) { $0.rawValue }
         compare("requests.maxBytes", \.maximumRequestBytes, reload: false)
         compare("limits.maxConnections", \.maximumConnections, reload: false)
+        compare("limits.adminReservedConnections", \.adminReservedConnections, reload: false)
         compare("limits.idleTimeoutSeconds", \.idleTimeoutSeconds, reload: false, text: number)
         compare("limits.queryTimeoutMs", \.queryTimeoutMs, reload: false)
         compare("limits.queryMaxRows", \.queryMaxRows, reload: false)

@@ -17,7 +17,7 @@ enum SettingKeys {
         "log.level",
         "requests.maxBytes",
         "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",
-        "limits.streamStallSeconds", "limits.statementsPerUid", "limits.maxConnectionsPerUid", "limits.stagedExportsPerUid",
+        "limits.streamStallSeconds", "limits.statementsPerUid", "limits.maxConnectionsPerUid", "limits.adminReservedConnections", "limits.stagedExportsPerUid",
         "limits.stagedExports",
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
         "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency", "accounts.walMaxBytes",

@@ -194,7 +194,7 @@ struct Dispatcher: Sendable {
         let replies = ReplyWriter(writer, dropping: call.oneway)
         let bound = NIOLoopBound(writer, eventLoop: writer.loop)
         let loop = writer.loop
-        Task(executorPreference: writer.executor) {
+        writer.requestTask = Task(executorPreference: writer.executor) {
             let outcome: Result<Reply, any Error>
             do {
                 outcome = .success(try await body(replies))
@@ -203,6 +203,7 @@ struct Dispatcher: Sendable {
             }
             loop.execute {
                 let writer = bound.value
+                writer.requestTask = nil
                 finish(call, outcome, writer: writer)
                 writer.requestEnded()
             }
@@ -236,6 +237,10 @@ struct Dispatcher: Sendable {
             reply = made
         case .failure(is ClientGone):
             services.metrics.request(method, outcome: "ClientGone", since: received)
+            return .answered
+        case .failure(is CancellationError):
+            // Cancelled with its connection, closed at the end of shutdown's grace: no one to answer.
+            services.metrics.request(method, outcome: "ShuttingDown", since: received)
             return .answered
         case .failure(let error):
             reply = ErrorMapping.reply(for: error, method: method, account: account, logger: logger)

@@ -230,7 +230,8 @@ final class DataService: Sendable {
         }
         guard let connection = connections.takeIdle(account, checkedUnder: store.targetVersion, path: path, readOnly: true) else { return nil }
         var broken = false
-        defer { connections.giveBack(connection, account: account, broken: broken) }
+        // A connection closed by giving it back (broken, its account closed meanwhile, or evicted) closes on the pool, not here.
+        defer { connections.giveBack(connection, account: account, broken: broken, closer: { [pool] in pool.submit($0) }) }
         do {
             guard let cursor = try connection.queryAtOnce(statement) else { return nil }
             let sink = WholeQuery(limit: min(maxRows ?? limits.maxRows, limits.maxRows), isGone: { false })

@@ -92,7 +92,8 @@ struct ReloadService: Service {
         let old = inForce.current
         let settings: DaemonSettings
         do {
-            settings = try await loader.load()
+            // The file and the password and group databases are read on the pool: no executor thread waits for them.
+            settings = try await services.pool.run { [loader] in try loader.read() }
         } catch {
             logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
             return false
@@ -113,7 +114,8 @@ struct ReloadService: Service {
         }
         if settings.replication != services.replication.settings.current {
             do {
-                try services.replication.apply(settings.replication)
+                // Litestream's configuration is written on the pool, like every other file.
+                try await services.pool.run { [replication = services.replication] in try replication.apply(settings.replication) }
                 if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
             } catch {
                 logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])

@@ -20,6 +20,12 @@ static inline int accountd_sqlite3_trusted_schema_off(sqlite3 *db) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)0);
 }
 
+/// SQLITE_DBCONFIG_TRUSTED_SCHEMA on: the schema's triggers and views may use virtual tables
+/// that are not innocuous (FTS5, R*Tree), as the bundle's full-text triggers do.
+static inline int accountd_sqlite3_trusted_schema_on(sqlite3 *db) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 1, (int *)0);
+}
+
 /// SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION off: neither the C API nor the SQL function
 /// load_extension() may load a shared library.
 static inline int accountd_sqlite3_load_extension_off(sqlite3 *db) {

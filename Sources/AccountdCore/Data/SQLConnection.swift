@@ -7,8 +7,9 @@ import Foundation
 /// These connections use SQLite's C API directly, not GRDB: GRDB keeps its own authorizer
 /// on each connection for its observation features, and the guard here must be the only
 /// one (``StatementGuard``). Each connection is set up once:
-/// `SQLITE_DBCONFIG_DEFENSIVE` on, `trusted_schema` off, extension loading off, a busy
-/// timeout; a writer also gets `synchronous = FULL` and `foreign_keys = ON`, a reader is
+/// `SQLITE_DBCONFIG_DEFENSIVE` on, extension loading off, a busy timeout, and `trusted_schema`
+/// on: the schema is the bundle's (the guard refuses every statement that would change it), and
+/// its triggers and views may use FTS5 or R*Tree tables, which SQLite refuses there otherwise; a writer also gets `synchronous = FULL` and `foreign_keys = ON`, a reader is
 /// opened read-only. Compiled statements are kept (at most ``statementCacheSize``), so a
 /// statement an app repeats is compiled once per connection.
 ///
@@ -108,7 +109,7 @@ public final class SQLConnection: @unchecked Sendable {
         self.identity = identity
         sqlite3_extended_result_codes(db, 1)
         _ = accountd_sqlite3_defensive_on(db)
-        _ = accountd_sqlite3_trusted_schema_off(db)
+        _ = accountd_sqlite3_trusted_schema_on(db)
         _ = accountd_sqlite3_load_extension_off(db)
         if let busy { busyMs = Self.milliseconds(busy) }
         sqlite3_busy_timeout(db, busyMs)
@@ -127,7 +128,7 @@ public final class SQLConnection: @unchecked Sendable {
                 Unmanaged<SQLConnection>.fromOpaque(context!).takeUnretainedValue().shouldInterrupt() ? 1 : 0
             }, context)
         do {
-            try run("PRAGMA trusted_schema = OFF")
+            try run("PRAGMA trusted_schema = ON")
             if !readOnly {
                 try run("PRAGMA synchronous = FULL")
                 try run("PRAGMA foreign_keys = ON")

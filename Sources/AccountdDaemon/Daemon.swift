@@ -64,6 +64,9 @@ public enum Daemon {
         // Every accepted Set is committed and the tables closed while the pool still runs.
         await preferences.closeAll()
         try? await pool.shutdown()
+        // A stream cancelled at the end of shutdown's grace may not have unwound yet: its
+        // staged copy goes now, not at the next start (no pool work runs any more).
+        do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
         try served.get()
         logger.notice("accountd stopped")
     }
@@ -119,7 +122,8 @@ public enum Daemon {
         // Said first: a bundle whose check never ends (its migrations run on an empty
         // database) would otherwise leave a daemon that never listens without a word.
         logger.info("checking the schema bundle \(settings.schemaDirectory)")
-        let bundle = try SchemaBundle.load(from: settings.schemaDirectory)
+        let bundle = try SchemaBundle.load(
+            from: settings.schemaDirectory, interrupt: SQLiteInterrupt(within: SQLiteInterrupt(), timeLimit: settings.bundleCheckTimeLimit))
         logger.info(
             "schema bundle \(bundle.directory): version \(bundle.targetVersion), \(bundle.declarative == nil ? "\(bundle.migrations.count) migrations" : "declarative"), new accounts from \(bundle.creationMethod.rawValue)")
         return bundle
@@ -211,7 +215,7 @@ public enum Daemon {
         let stopping = Countdown(1)
         let counter = ConnectionCounter(
             limit: settings.maximumConnections, perUid: settings.streams.connections(maxConnections: settings.maximumConnections),
-            metrics: services.metrics)
+            adminReserve: settings.adminReservedConnections, metrics: services.metrics)
         let idleTimeout: TimeAmount? = settings.idleTimeoutSeconds > 0 ? .milliseconds(Int64(settings.idleTimeoutSeconds * 1000)) : nil
         return plan.listeners.map { framing, listener in
             SocketServer(

@@ -16,7 +16,10 @@ struct MetricsCommand: AsyncParsableCommand {
             written) rather than keeping the last good text, so an alert on accountd_up \
             fires, and the command exits 1 (systemd/accountd-metrics.service runs this). \
             A daemon that accepts the connection but does not answer within --timeout \
-            seconds (hung) counts as down too. \
+            seconds (hung) counts as down too. A daemon that answers with \
+            TooManyConnections (every connection taken, the admins' reserve too) is up: PATH \
+            gets `accountd_up 1` and `accountd_metrics_refused 1` instead, and the command \
+            exits 1. \
             With --json, prints the reply's parameters, {"text": ...}.
             """)
 
@@ -25,11 +28,18 @@ struct MetricsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the text to this file (atomically), `accountd_up 0` when the daemon is down.", valueName: "path"))
     var textfile: String?
 
-    @Option(help: ArgumentHelp("With --textfile: seconds to wait for the answer before writing `accountd_up 0`.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "With --textfile: seconds to wait for the answer before writing `accountd_up 0` (more than 0, at most 3600).", valueName: "seconds"))
     var timeout: Double = 10
 
+    /// The one rule for `--timeout`, said as it is checked: more than 0 (no wait at all would
+    /// write `accountd_up 0` before any daemon could answer), at most an hour.
     func validate() throws {
-        guard timeout.isFinite, timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be a number of seconds from 0 to 3600") }
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
+            throw ValidationError(
+                "--timeout must be a number of seconds more than 0 and at most 3600 (0 would write accountd_up 0 before the daemon could answer)")
+        }
     }
 
     func run() async throws {
@@ -53,6 +63,11 @@ struct MetricsCommand: AsyncParsableCommand {
         var failure: (any Error)?
         do {
             text = try await global.connect().metrics()
+        } catch let error as AccountdClientError where error.errorName == .tooManyConnections {
+            // It answered: it runs, with every connection taken.
+            try Self.replace(textfile, with: Self.refused(at: Date()))
+            throw ClientError.failed(
+                "the daemon refused the metrics request (\(error)); wrote accountd_up 1 and accountd_metrics_refused 1 to \(textfile)")
         } catch {
             failure = error
             text = Self.down(at: Date())
@@ -69,6 +84,24 @@ struct MetricsCommand: AsyncParsableCommand {
         # HELP accountd_up Whether accountd answered the metrics request (0: it did not).
         # TYPE accountd_up gauge
         accountd_up 0
+        # HELP accountd_metrics_timestamp_seconds When this text was made, in seconds since the epoch.
+        # TYPE accountd_metrics_timestamp_seconds gauge
+        accountd_metrics_timestamp_seconds \(Int(now.timeIntervalSince1970))
+
+        """
+    }
+
+    /// The text written when the daemon answers with `TooManyConnections`: it is up, every
+    /// connection is taken (the admins' reserve, `limits.adminReservedConnections`, too), and
+    /// no other figure could be read.
+    static func refused(at now: Date) -> String {
+        """
+        # HELP accountd_up Whether accountd answered the metrics request (0: it did not).
+        # TYPE accountd_up gauge
+        accountd_up 1
+        # HELP accountd_metrics_refused 1: accountd answered the metrics request with TooManyConnections (every connection is taken, the admins' reserve too).
+        # TYPE accountd_metrics_refused gauge
+        accountd_metrics_refused 1
         # HELP accountd_metrics_timestamp_seconds When this text was made, in seconds since the epoch.
         # TYPE accountd_metrics_timestamp_seconds gauge
         accountd_metrics_timestamp_seconds \(Int(now.timeIntervalSince1970))

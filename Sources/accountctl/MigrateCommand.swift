@@ -126,19 +126,25 @@ struct MigrateCommand: AsyncParsableCommand {
                     + (summary.created > 0 ? "\(summary.created) created, " : "")
                     + (summary.restored > 0 ? "\(summary.restored) restored, " : "")
                     + "\(summary.current) current, \(failed) failed" + (skipped > 0 ? ", \(skipped) skipped" : ""))
-            if let stopped = summary.stopped { print(Self.explain(stopped, rollout)) }
+            if let stopped = summary.stopped { print(Self.explain(stopped, rollout, summary)) }
             if !failures.isEmpty { Self.failureTable(failures).print() }
         }
-        if failed > 0 || skipped > 0 {
+        if failed > 0 || skipped > 0 || summary.stopped == .withdrawn {
             throw ClientError.failed(
-                [failed > 0 ? "\(failed) account\(failed == 1 ? "" : "s") failed to migrate" : nil,
+                [summary.stopped == .withdrawn ? "a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) during the rollout" : nil,
+                 failed > 0 ? "\(failed) account\(failed == 1 ? "" : "s") failed to migrate" : nil,
                  skipped > 0 ? "\(skipped) skipped" : nil].compactMap { $0 }.joined(separator: ", "))
         }
     }
 
     /// Why the rollout stopped, and what to do next.
-    static func explain(_ stopped: MigrateSummary.Stop, _ rollout: MigrateRollout) -> String {
+    static func explain(_ stopped: MigrateSummary.Stop, _ rollout: MigrateRollout, _ summary: MigrateSummary) -> String {
         switch stopped {
+        case .withdrawn:
+            "stopped: a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) while the rollout ran (the bundle in force is version \(Output.text(summary.bundleVersion))); "
+                + "the migrations it was running were rolled back whole (failed, each at its old version with all its rows) and the accounts not begun were skipped. "
+                + "If the release was withdrawn on purpose, roll back the accounts it migrated (accountctl migrate --all --rollback-to \(Output.text(summary.bundleVersion))); "
+                + "else run the same command again to bring them to the bundle now in force"
         case .canary:
             "stopped after the canary of \(rollout.canaryAccounts.isEmpty ? rollout.canary ?? 0 : rollout.canaryAccounts.count): an account of it failed; fix the cause and run the same command again"
         case .maxFailures:

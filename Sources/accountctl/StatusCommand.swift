@@ -68,6 +68,9 @@ struct StatusCommand: AsyncParsableCommand {
         if let running = status.migrationsRunning {
             fields.append(("migrations running", "\(running) (the oldest for \(status.oldestMigrationSeconds ?? 0) s)"))
         }
+        if let checking = status.bundleCheckSeconds {
+            fields.append(("reload", "checking a new bundle for \(checking) s (schema.checkTimeoutSeconds bounds it)"))
+        }
         fields.append(("socket", global.socketPath))
         Output.fields(fields)
     }

@@ -27,6 +27,7 @@ import Testing
         let disk = DiskUseInfo(fileBytes: 4096, walBytes: 0, snapshotBytes: 8192, snapshots: 2, litestreamBytes: 0)
         var daemonStatus = DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed")
         (daemonStatus.migrationsRunning, daemonStatus.oldestMigrationSeconds) = (1, 12)
+        daemonStatus.bundleCheckSeconds = 3
         return [
             .info: [
                 InfoReply(version: "1.0", pid: 1, uptimeSeconds: 2, dataRoot: "/var/lib/accountd", bundle: .init(version: 3, fingerprint: "f"))
@@ -68,6 +69,11 @@ import Testing
                 MigrateSummary(
                     count: 3, migrated: 1, current: 0, failed: 1, skipped: 1, stopped: .maxFailures, results: [migrated, failed, skipped],
                     created: 1, restored: 1),
+                {
+                    var withdrawn = MigrateSummary(count: 1, migrated: 0, current: 0, failed: 1, stopped: .withdrawn)
+                    (withdrawn.withdrawnVersion, withdrawn.bundleVersion) = (5, 4)
+                    return withdrawn
+                }(),
             ],
             .get: [PreferenceValue(value: "dark")],
             .set: [EmptyReply()],

@@ -28,6 +28,11 @@ import Testing
         MigrateSummary(count: 1, migrated: 1, current: 0, failed: 0, results: [MigrateResult(account: "a", outcome: .done(result: "current", fromVersion: nil, version: 3))]),
         MigrateResult(account: "carol", outcome: .skipped, of: 12),
         MigrateSummary(count: 12, migrated: 3, current: 0, failed: 1, skipped: 8, stopped: .canary),
+        {
+            var withdrawn = MigrateSummary(count: 4, migrated: 0, current: 0, failed: 1, skipped: 3, stopped: .withdrawn)
+            (withdrawn.withdrawnVersion, withdrawn.bundleVersion) = (2, 1)
+            return withdrawn
+        }(),
         ExportRow(table: "user_info", row: ["user_id": 1, "user_name": "Ann", "photo": ["$base64": "AAE="]]),
         ExportChunk.sql("CREATE TABLE t(x);\n"),
         ExportChunk.data([0, 1, 2, 250, 251, 252, 253]),

@@ -10,7 +10,9 @@ import Testing
 @Suite struct LimitsTests {
     @Test func connectionsOverTheLimitAreRefusedUntilSomeClose() throws {
         let dir = TestDirectory()
-        let daemon = try E2E.daemon(directory: dir.path, environment: ["ACCOUNTD_LIMITS_MAX_CONNECTIONS": "8"])
+        // No admins' reserve: these clients are root, an admin.
+        let daemon = try E2E.daemon(
+            directory: dir.path, environment: ["ACCOUNTD_LIMITS_MAX_CONNECTIONS": "8", "ACCOUNTD_LIMITS_ADMIN_RESERVED_CONNECTIONS": "0"])
         // Slots free as the daemon notices closed connections (DaemonProcess's own readiness
         // probe among them), so each of the eight is retried until it is served.
         var open: [RawClient] = []

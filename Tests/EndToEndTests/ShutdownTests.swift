@@ -39,3 +39,36 @@ import Testing
         #expect(daemon.log.contains("accountd stopped"))
     }
 }
+
+/// At SIGTERM, a stream whose client stopped reading holds the stop for no longer than the
+/// closing grace (10 s): its connection is closed then and its request's task cancelled,
+/// and what it held is released before the daemon exits (issue 32).
+@Suite struct ShutdownCancelsStreamsTests {
+    @Test(arguments: ["Query", "Export"])
+    func aStreamWhoseClientStoppedReadingEndsWithTheGraceAndLeavesNothingStaged(method: String) throws {
+        let dir = TestDirectory()
+        // The stall bound far beyond the grace: only the shutdown ends the stream.
+        let daemon = try StreamStallTests.daemonWithManyRows(dir, ["ACCOUNTD_LIMITS_STREAM_STALL_SECONDS": "600"])
+        let staging = daemon.dataRoot + "/tmp"
+        func staged() -> [String] { Hostile.listing(staging).filter { $0.hasPrefix("export-") } }
+
+        let reader = try daemon.client()
+        if method == "Query" {
+            try reader.send(DataCalls.query("alice", "SELECT key, value FROM app_data", more: true) + "\n")
+            Thread.sleep(forTimeInterval: 1)
+        } else {
+            try reader.send(DataCalls.line("Export", [("account", "alice"), ("format", "sqlite")], more: true) + "\n")
+            #expect(waitUntil(timeout: 10) { !staged().isEmpty }, "the export staged no copy")
+        }
+        let sent = Date()
+        kill(daemon.process.processIdentifier, SIGTERM)
+        let exited = waitUntil(timeout: 60) { !daemon.process.isRunning }
+        let took = Date().timeIntervalSince(sent)
+        #expect(exited)
+        #expect(took < 14, "exit took \(took) s after SIGTERM (grace 10 s)")
+        daemon.process.waitUntilExit()
+        #expect(daemon.process.terminationStatus == 0, "\(daemon.log.suffix(1500))")
+        #expect(staged().isEmpty, "left staged: \(staged())")
+        _ = reader
+    }
+}

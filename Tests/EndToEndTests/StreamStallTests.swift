@@ -61,6 +61,44 @@ import Testing
         #expect(try reader.callOne(DataCalls.query("alice", "SELECT count(*) FROM app_data")).parameters["rows"] == [[200000]])
     }
 
+    /// The stall bound measures progress, not whole pieces (issue 32): a client that takes
+    /// 8 KiB every 200 ms (40 KiB/s, so a 256 KiB piece takes about 6 s to drain, twice the
+    /// 3 s bound) reads a Query of about 700 KiB to its end. It used to be cut off with
+    /// `QueryTimeout` once the socket was full, since no piece was wholly written within the bound.
+    @Test func aSlowButSteadyQueryReaderGetsEveryRow() throws {
+        let dir = TestDirectory()
+        let daemon = try DataCalls.daemonWithAlice(dir, environment: ["ACCOUNTD_LIMITS_STREAM_STALL_SECONDS": "3"])
+        let insert =
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000) INSERT INTO app_data(key, value) SELECT i, printf('%0100d', i) FROM n"
+        let inserted = try daemon.client().callOne(DataCalls.execute("alice", [(insert, [])]))
+        try #require(inserted.error == nil, "\(inserted.parameters)")
+
+        let reader = try daemon.client()
+        try reader.send(DataCalls.query("alice", "SELECT key, value FROM app_data", more: true) + "\n")
+        let replies = try Self.readSlowly(reader, bytes: 8192, every: 0.2)
+        let rows = replies.reduce(0) { $0 + ($1.parameters["rows"]?.arrayValue?.count ?? 0) }
+        let last = try #require(replies.last)
+        #expect(last.error == nil, "the slow reader was cut off after \(rows) rows: \(last.parameters)")
+        #expect(rows == 6000)
+        #expect(last.parameters["rowCount"] == 6000, "\(last.parameters)")
+    }
+
+    /// Reads `client`'s replies `bytes` at a time, one read every `every` seconds, up to the
+    /// last (the first without `continues`), or until the daemon closes the connection.
+    static func readSlowly(_ client: RawClient, bytes: Int, every: TimeInterval) throws -> [Reply] {
+        var framer = LineFramer(maximumLineLength: 1 << 26)
+        var replies: [Reply] = []
+        var buffer = [UInt8](repeating: 0, count: bytes)
+        while replies.last.map({ $0.continues }) ?? true {
+            Thread.sleep(forTimeInterval: every)
+            let count = recv(client.fd, &buffer, bytes, 0)
+            guard count > 0 else { break }  // closed: the caller finds no last reply
+            framer.append(buffer[0..<count])
+            while let line = try framer.nextLine() { replies.append(try Reply.decode(Array(line))) }
+        }
+        return replies
+    }
+
     @Test func aSilentSqliteExportIsEndedAndItsStagedCopyRemovedAndCopiesAreBoundedPerUid() throws {
         let dir = TestDirectory()
         let daemon = try Self.daemonWithManyRows(

@@ -121,7 +121,7 @@ struct BundleLoader {
         // Checked before SQLite runs any of it: no ATTACH, VACUUM or transaction control.
         let script = SQLScript(text)
         try Migration.checkStatements(script, file: "schema.sql")
-        return try DeclarativeSchema.read(text: text, data: data, script: script)
+        return try DeclarativeSchema.read(text: text, data: data, script: script, interrupt: interrupt)
     }
 
     /// Refuses a `template.sqlite` that is not SQLite, holds reserved objects, or has another schema than the target.
@@ -284,6 +284,9 @@ struct BundleLoader {
         do {
             try ScriptRunner.run(script, file: file, in: db)
         } catch {
+            if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT, let limit = interrupt.timeLimit, interrupt.isPastDeadline {
+                throw AccountdError.checkOverTime(at: error.location, limit: limit, file: error.file, line: error.line)
+            }
             if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped {
                 throw AccountdError(
                     .interrupted,
@@ -344,5 +347,16 @@ extension SQLScript {
     init(statements: [Statement]) {
         self.init("")
         self.statements = statements
+    }
+}
+
+extension AccountdError {
+    /// A bundle's check ran past `limit` (`schema.checkTimeoutSeconds`) at `location`.
+    static func checkOverTime(at location: String, limit: Duration, file: String?, line: Int?) -> AccountdError {
+        AccountdError(
+            .invalidBundle,
+            "the check of the bundle ran past its time limit of \(limit.components.seconds) s (schema.checkTimeoutSeconds) at \(location), "
+                + "still running on an empty database: a statement there may never end; fix it, or raise schema.checkTimeoutSeconds if it is only slow",
+            file: file, line: line)
     }
 }

@@ -110,7 +110,7 @@ extension SQLConnection {
         guard !Connections.replicated.load(ordering: .relaxed) else { return }
         guard FileSystem.size(of: path + "-wal") > Connections.walSizeLimit.load(ordering: .relaxed) else { return }
         sqlite3_busy_timeout(handle, 0)
-        defer { sqlite3_busy_timeout(handle, Self.busyTimeoutMs) }
+        defer { sqlite3_busy_timeout(handle, busyMs) }
         _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
     }
 

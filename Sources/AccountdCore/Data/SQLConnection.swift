@@ -54,8 +54,11 @@ public final class SQLConnection: @unchecked Sendable {
     static let boundedSteps = 1000
     /// How long a bounded use runs at most, whatever its steps.
     static let boundedTime = Duration.milliseconds(2)
-    /// How long a statement waits for a lock another connection holds (SQLite's busy timeout).
+    /// How long a statement waits for a lock another connection holds (SQLite's busy timeout),
+    /// unless the owner says otherwise (``waitForLocks(upTo:)``).
     static let busyTimeoutMs: Int32 = 10_000
+    /// This connection's busy timeout, in milliseconds, outside a bounded use.
+    private(set) var busyMs: Int32 = SQLConnection.busyTimeoutMs
 
     let handle: OpaquePointer
     public let path: String
@@ -84,8 +87,9 @@ public final class SQLConnection: @unchecked Sendable {
 
     /// Opens the account file at `path`; a missing file is never created.
     ///
+    /// - Parameter busy: how long statements wait for another process's lock; nil: ``busyTimeoutMs``.
     /// - Throws: `SQLError` when SQLite cannot open or set up the connection.
-    init(path: String, readOnly: Bool) throws(ProtocolError) {
+    init(path: String, readOnly: Bool, busy: Duration? = nil) throws(ProtocolError) {
         guard let identity = FileIdentity(path: path) else {
             throw ProtocolError(.sqlError, "the account file \(path) is gone", facts: [("code", JSONValue(Int(SQLITE_CANTOPEN))), ("statement", "")])
         }
@@ -106,7 +110,8 @@ public final class SQLConnection: @unchecked Sendable {
         _ = accountd_sqlite3_defensive_on(db)
         _ = accountd_sqlite3_trusted_schema_off(db)
         _ = accountd_sqlite3_load_extension_off(db)
-        sqlite3_busy_timeout(db, Self.busyTimeoutMs)
+        if let busy { busyMs = Self.milliseconds(busy) }
+        sqlite3_busy_timeout(db, busyMs)
         sqlite3_limit(db, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_set_authorizer(
@@ -153,9 +158,24 @@ public final class SQLConnection: @unchecked Sendable {
             boundedSince = .now
         }
         if bounded != self.bounded {
-            sqlite3_busy_timeout(handle, bounded ? 0 : Self.busyTimeoutMs)
+            sqlite3_busy_timeout(handle, bounded ? 0 : busyMs)
             self.bounded = bounded
         }
+    }
+
+    /// Sets how long this connection's statements wait for another process's lock on the file
+    /// (`accounts.lockTimeoutSeconds`, which a reload may change); between uses.
+    func waitForLocks(upTo busy: Duration) {
+        let milliseconds = Self.milliseconds(busy)
+        guard milliseconds != busyMs else { return }
+        busyMs = milliseconds
+        if !bounded { sqlite3_busy_timeout(handle, busyMs) }
+    }
+
+    /// `duration` in whole milliseconds, within `Int32`.
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let total = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: max(total, 0))
     }
 
     /// Ends a use: no deadline, no stop, no bound.
@@ -163,7 +183,7 @@ public final class SQLConnection: @unchecked Sendable {
         deadline = nil
         stop = nil
         if bounded {
-            sqlite3_busy_timeout(handle, Self.busyTimeoutMs)
+            sqlite3_busy_timeout(handle, busyMs)
             bounded = false
         }
     }

@@ -48,8 +48,16 @@ public final class SQLConnectionCache: Sendable {
     /// A connection to `account`'s file at `path`: an idle one of the same file, or a new one.
     /// Blocking (a new connection opens the file): call it on a pool thread.
     ///
+    /// - Parameter busy: how long its statements wait for another process's lock on the file
+    ///   (`accounts.lockTimeoutSeconds`); nil keeps ``SQLConnection``'s default.
     /// - Throws: `SQLError` when the file cannot be opened.
-    public func take(_ account: AccountName, path: String, readOnly: Bool) throws(ProtocolError) -> SQLConnection {
+    public func take(_ account: AccountName, path: String, readOnly: Bool, busy: Duration? = nil) throws(ProtocolError) -> SQLConnection {
+        let connection = try takeAny(account, path: path, readOnly: readOnly, busy: busy)
+        if let busy { connection.waitForLocks(upTo: busy) }
+        return connection
+    }
+
+    private func takeAny(_ account: AccountName, path: String, readOnly: Bool, busy: Duration?) throws(ProtocolError) -> SQLConnection {
         let key = Key(account: account, readOnly: readOnly)
         let current = FileIdentity(path: path)
         var stale: [SQLConnection] = []
@@ -65,7 +73,7 @@ public final class SQLConnectionCache: Sendable {
         }
         if let found { return found }
         do {
-            let connection = try SQLConnection(path: path, readOnly: readOnly)
+            let connection = try SQLConnection(path: path, readOnly: readOnly, busy: busy)
             connection.generation = generation
             return connection
         } catch {
@@ -95,7 +103,15 @@ public final class SQLConnectionCache: Sendable {
 
     /// Takes back a connection from ``take(_:path:readOnly:)`` or ``takeIdle(_:checkedUnder:path:readOnly:)``; it stays open for the next
     /// request unless its account was closed meanwhile or `broken` (then it is closed).
-    public func giveBack(_ connection: SQLConnection, account: AccountName, broken: Bool = false) {
+    ///
+    /// Closing a connection may wait (for the file, SQLite's checkpoint on the last close),
+    /// so a caller that may not wait (the event loop's bounded read) passes `closer`, which
+    /// runs the closes elsewhere (on the blocking pool): this one, or the least recently used
+    /// idle ones the cache evicts past its limit. Without it they are closed here.
+    public func giveBack(
+        _ connection: SQLConnection, account: AccountName, broken: Bool = false,
+        closer: (@Sendable (_ close: @escaping @Sendable () -> Void) -> Void)? = nil
+    ) {
         connection.finish()
         let key = Key(account: account, readOnly: connection.readOnly)
         var closing: [SQLConnection] = []
@@ -116,7 +132,9 @@ public final class SQLConnectionCache: Sendable {
                 state.count -= 1
             }
         }
-        for connection in closing { connection.close() }
+        guard !closing.isEmpty else { return }
+        let closeAll: @Sendable () -> Void = { [closing] in for connection in closing { connection.close() } }
+        if let closer { closer(closeAll) } else { closeAll() }
     }
 
     /// Whether the store found `account`'s file at `path` usable under a bundle at `target`,

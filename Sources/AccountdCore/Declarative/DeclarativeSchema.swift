@@ -23,7 +23,8 @@ public struct DeclarativeSchema: Sendable {
     ///
     /// - Throws: ``AccountdError`` (`invalidBundle`) for a malformed header or directive, or a
     ///   statement SQLite refuses, naming `schema.sql` and the line.
-    static func read(text: String, data: Data, script: SQLScript) throws -> DeclarativeSchema? {
+    /// `interrupt` stops `schema.sql` running on its empty database (a newer reload, SIGTERM, the time limit).
+    static func read(text: String, data: Data, script: SQLScript, interrupt: SQLiteInterrupt = SQLiteInterrupt()) throws -> DeclarativeSchema? {
         let firstLine = BundleText.firstLine(text)
         guard let declared = SchemaDirectives.declaredVersion(firstLine: firstLine) else { return nil }
         guard let version = declared else {
@@ -35,10 +36,18 @@ public struct DeclarativeSchema: Sendable {
         let directives = try SchemaDirectives.read(text, script: script)
         let target: DeclarativeTarget
         do {
-            let queue = try Self.load(statements)
+            let queue = try Self.load(statements, interrupt: interrupt)
             defer { try? queue.close() }
             target = try queue.read { try DeclarativeTarget.read($0) }
         } catch let error as ScriptRunner.Failure {
+            if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT, let limit = interrupt.timeLimit, interrupt.isPastDeadline {
+                throw AccountdError.checkOverTime(at: error.location, limit: limit, file: error.file, line: error.line)
+            }
+            if error.resultCode.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped {
+                throw AccountdError(
+                    .interrupted, "the check of the bundle was stopped at \(error.location) (the daemon is stopping, or a newer reload superseded this one)",
+                    file: error.file, line: error.line)
+            }
             throw AccountdError(.invalidBundle, "\(error.location): \(error.sqliteMessage)", file: error.file, line: error.line)
         }
         return DeclarativeSchema(version: version, sha256: Digest.sha256Hex(data), script: statements, directives: directives, target: target)
@@ -51,9 +60,9 @@ public struct DeclarativeSchema: Sendable {
         try Self.load(script)
     }
 
-    private static func load(_ script: SQLScript) throws -> DatabaseQueue {
+    private static func load(_ script: SQLScript, interrupt: SQLiteInterrupt = SQLiteInterrupt()) throws -> DatabaseQueue {
         let queue = try DatabaseQueue(configuration: Connections.configuration(foreignKeys: false, label: "declarative-target"))
-        try queue.writeWithoutTransaction { db in try ScriptRunner.run(script, file: "schema.sql", in: db) }
+        try queue.writeWithoutTransaction { db in try interrupt.run(on: db) { try ScriptRunner.run(script, file: "schema.sql", in: db) } }
         return queue
     }
 

@@ -17,8 +17,11 @@ public struct Exporter: Sendable {
     public var account: AccountName
     /// Where the `sqlite` format stages its copy (a 0700 folder on the same disk).
     public var temporaryDirectory: String
+    /// How long to wait for another process's lock on the file (`accounts.lockTimeoutSeconds`).
+    public var busy: Duration
 
-    public init(path: String, account: AccountName, temporaryDirectory: String) {
+    public init(path: String, account: AccountName, temporaryDirectory: String, busy: Duration = .seconds(10)) {
+        self.busy = busy
         self.path = path
         self.account = account
         self.temporaryDirectory = temporaryDirectory
@@ -44,14 +47,14 @@ public struct Exporter: Sendable {
     public func start(_ format: ExportFormat) throws -> ExportRun {
         // Only a sound account file of this account is exported; a foreign, empty or
         // another account's file is refused like Switch refuses it.
-        _ = try AccountInspector.inspect(path: path, account: account, deep: false)
+        _ = try AccountInspector.inspect(path: path, account: account, deep: false, busy: busy)
         return try ExportRun(self, format: format)
     }
 
     /// A read-only connection to the account file that may keep a read transaction open
     /// from one pool job to the next (``ExportRun``).
     func open() throws -> DatabaseQueue {
-        var configuration = Connections.configuration(foreignKeys: false, readonly: true, label: "export")
+        var configuration = Connections.configuration(foreignKeys: false, readonly: true, label: "export", busy: busy)
         configuration.allowsUnsafeTransactions = true
         return try DatabaseQueue(path: path, configuration: configuration)
     }

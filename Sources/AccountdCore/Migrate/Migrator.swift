@@ -20,7 +20,8 @@ struct Migrator {
     var matched: MatchedSchemas
     /// How long a connection of its own waits for another process's lock on the file.
     var busy: Duration = Connections.defaultBusyTimeout
-    /// Stops the transaction when the daemon stops (``SQLiteInterrupt/stopAll()``): it rolls back whole.
+    /// Stops the transaction when the daemon stops (``SQLiteInterrupt/stopAll()``), or a reload
+    /// withdraws the bundle (``BundleWithdrawals``): it rolls back whole.
     var interrupt = SQLiteInterrupt()
 
     /// Migrates the file from `fromVersion` to the bundle's target.
@@ -205,6 +206,9 @@ struct Migrator {
     private func failure(
         _ what: String, from: Int, file: String? = nil, line: Int? = nil, resultCode: ResultCode? = nil
     ) -> AccountdError {
+        if resultCode?.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped && !SQLiteInterrupt.isStopping {
+            return .withdrawnMigration(account, bundle: bundle, from: from, file: file ?? path, line: line)
+        }
         if resultCode?.primaryResultCode == .SQLITE_INTERRUPT && interrupt.isStopped {
             return AccountdError(
                 .interrupted,

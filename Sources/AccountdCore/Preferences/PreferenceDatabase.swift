@@ -78,6 +78,11 @@ public final class PreferenceDatabase: Sendable {
     private let state: Mutex<State>
     private let run: Runner
     private let schedule: Schedule?
+    /// How long a connection waits for another process's lock on the file.
+    private let busy: Duration
+    /// The account whose file this is (nil for `device.sqlite`): named in every error, and a
+    /// lock another process held past ``busy`` is `AccountBusy` for it.
+    private let account: AccountName?
 
     /// Opens the preference table `table` in the SQLite file at `path` and loads its values.
     ///
@@ -92,10 +97,15 @@ public final class PreferenceDatabase: Sendable {
     ///   - run: where commits run (see ``Runner``).
     ///   - schedule: the timer that ends a gathering (see ``Schedule``).
     ///   - observer: told of each commit (the daemon's metrics).
+    ///   - account: the account whose file this is: errors name it, and another process's lock
+    ///     held longer than `busy` is `AccountBusy` (``AccountdError/lockedByOtherProcess(_:path:waited:)``).
+    ///   - busy: how long to wait for another process's lock (`accounts.lockTimeoutSeconds`).
     public init(
         path: String, table: String, groupCommit: Bool = true, create: Bool, run: @escaping Runner, schedule: Schedule? = nil,
-        observer: PreferenceCommitObserver? = nil
+        observer: PreferenceCommitObserver? = nil, account: AccountName? = nil, busy: Duration = .seconds(10)
     ) throws {
+        self.busy = busy
+        self.account = account
         self.path = path
         self.table = table
         upsertSQL = PreferenceBatch.upsertSQL(table)
@@ -107,13 +117,17 @@ public final class PreferenceDatabase: Sendable {
             guard create else { throw Self.missing(path) }
             try FileSystem.createExclusive(path)
         }
-        let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: create))
+        let database = try Self.naming(account, path, busy: busy) {
+            try DatabaseQueue(path: path, configuration: Self.configuration(wal: create, busy: busy))
+        }
         var values: [String: [String: JSONValue]] = [:]
-        try database.read { db in
-            guard try db.tableExists(table) else { return }
-            for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
-                let text: String = row["value"]
-                values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
+        try Self.naming(account, path, busy: busy) {
+            try database.read { db in
+                guard try db.tableExists(table) else { return }
+                for row in try Row.fetchAll(db, sql: "SELECT namespace, key, value FROM \(table)") {
+                    let text: String = row["value"]
+                    values[row["namespace"], default: [:]][row["key"]] = (try? JSONParser.parse(text)) ?? .string(text)
+                }
             }
         }
         if create {
@@ -131,8 +145,8 @@ public final class PreferenceDatabase: Sendable {
     }
 
     /// How preference connections are configured; `wal` switches the file to WAL mode, a write.
-    private static func configuration(wal: Bool) -> Configuration {
-        var config = Connections.configuration(foreignKeys: false, label: "preferences")
+    private static func configuration(wal: Bool, busy: Duration) -> Configuration {
+        var config = Connections.configuration(foreignKeys: false, label: "preferences", busy: busy)
         if wal { config.journalMode = .wal }
         return config
     }
@@ -160,7 +174,7 @@ public final class PreferenceDatabase: Sendable {
         if let open = connection.withLock({ $0 }) { return open }
         // Opening would create a file that went away; an account file is made only by a switch.
         guard FileSystem.exists(path) else { throw Self.missing(path) }
-        let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: true))
+        let database = try DatabaseQueue(path: path, configuration: Self.configuration(wal: true, busy: busy))
         do {
             try Self.prepareForWriting(database, table: table)
         } catch {
@@ -257,14 +271,44 @@ public final class PreferenceDatabase: Sendable {
                 }
             }
         } catch {
-            let failure = AccountdError(
-                .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", file: path)
+            let failure: AccountdError =
+                if let account, Self.isBusy(error) {
+                    AccountdError.lockedByOtherProcess(account, path: path, waited: busy)
+                } else {
+                    AccountdError(
+                        .storage, "saving preferences in \(path) failed: \(ErrorText.of(error)); nothing was changed", account: account?.rawValue,
+                        file: path)
+                }
             for pending in batch { pending.done(.failure(failure)) }
             return false
         }
         state.withLock { net.apply(to: &$0.values) }
         for (pending, existed) in zip(batch, net.answers) { pending.done(.success(existed)) }
         return true
+    }
+
+    /// Whether `error` is SQLite's `SQLITE_BUSY`: another process held the file locked past the busy timeout.
+    private static func isBusy(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.resultCode.primaryResultCode == .SQLITE_BUSY
+    }
+
+    /// `body`, with an account file's SQLite errors named: another process's lock is
+    /// `AccountBusy`, damage inside the file `AccountCorrupt`, a full or failing disk and
+    /// anything else `storage`, each naming the account.
+    private static func naming<T>(_ account: AccountName?, _ path: String, busy: Duration, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where account != nil {
+            guard let account else { throw error }
+            if error.resultCode.primaryResultCode == .SQLITE_BUSY { throw AccountdError.lockedByOtherProcess(account, path: path, waited: busy) }
+            if let disk = ErrorText.diskProblem(error, near: path) { throw AccountdError.diskProblem(account, path: path, disk) }
+            if AccountdError.isDamaged(sqliteCode: Int64(error.extendedResultCode.rawValue)) {
+                throw AccountdError.damagedInside(account, path: path, sqlite: error.message ?? "\(error.resultCode)")
+            }
+            throw AccountdError(
+                .storage, "the preferences of account \(account) in \(path) cannot be read: \(ErrorText.of(error))", account: account.rawValue,
+                file: path)
+        }
     }
 
     /// Runs `body` in an immediate transaction and commits it; rolls back if anything fails.

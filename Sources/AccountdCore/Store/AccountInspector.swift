@@ -90,14 +90,14 @@ enum AccountInspector {
         let writable =
             header.userVersion < writableBelow && header.isWAL && FileSystem.size(of: path + "-wal") == 0
             && !FileSystem.exists(path + "-journal")
-        let queue = try mappingErrors(account, path) {
+        let queue = try mappingErrors(account, path, busy: busy) {
             try DatabaseQueue(
                 path: path,
                 configuration: Connections.configuration(
                     foreignKeys: false, readonly: !writable, label: writable ? "migrate" : "inspect", busy: busy))
         }
         defer { try? queue.close() }
-        let (found, within) = try mappingErrors(account, path) {
+        let (found, within) = try mappingErrors(account, path, busy: busy) {
             try queue.read { db in
                 let found = try Self.facts(db, path: path, account: account, deep: deep)
                 refused = !usable(found)
@@ -110,7 +110,9 @@ enum AccountInspector {
 
     /// `body`, with SQLite's errors turned into the store's: locked → `accountBusy`, a full or
     /// failing disk, or a file that cannot be opened → `storage`, anything else → `accountCorrupt`.
-    private static func mappingErrors<R>(_ account: AccountName, _ path: String, _ body: () throws -> R) throws -> R {
+    /// A lock is another process's (the store's own operations on the account wait for its
+    /// hold, not for SQLite), and was waited for `busy`.
+    private static func mappingErrors<R>(_ account: AccountName, _ path: String, busy: Duration, _ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let error as DatabaseError {
@@ -119,9 +121,7 @@ enum AccountInspector {
             }
             switch error.resultCode.primaryResultCode {
             case .SQLITE_BUSY, .SQLITE_LOCKED:
-                throw AccountdError(
-                    .accountBusy, "account \(account) is locked by another process; try again", account: account.rawValue,
-                    file: path)
+                throw AccountdError.lockedByOtherProcess(account, path: path, waited: busy > .zero ? busy : nil)
             case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM, .SQLITE_READONLY:
                 throw AccountdError(
                     .storage, "account \(account): \(path) cannot be opened: \(error.message ?? "\(error.resultCode)")",

@@ -16,7 +16,7 @@ extension AccountStore {
             guard FileSystem.entry(at: path) != .missing else {
                 throw AccountdError(.accountNotFound, "account \(account) does not exist", account: account.rawValue, file: path)
             }
-            return Exporter(path: path, account: account, temporaryDirectory: root.temporaryDirectory)
+            return Exporter(path: path, account: account, temporaryDirectory: root.temporaryDirectory, busy: options.lockTimeout)
         }
     }
 }

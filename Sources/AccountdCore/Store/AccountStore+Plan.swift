@@ -29,13 +29,13 @@ extension AccountStore {
                     try? FileSystem.removeIfPresent(path + suffix)
                 }
             }
-            let facts = try AccountInspector.inspect(path: path, account: account, deep: false)
+            let facts = try AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)
             guard isUsable(facts) else { throw tooNew(account, facts) }
             let target = bundle.targetVersion
             var plan = MigrationPlan(account: account, fromVersion: facts.version, version: target, steps: [])
             if let declarative = bundle.declarative, facts.version <= target {
                 let queue = try DatabaseQueue(
-                    path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "plan"))
+                    path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "plan", busy: options.lockTimeout))
                 defer { try? queue.close() }
                 plan.steps = try queue.read { db in try DeclarativePlanner(schema: declarative).steps(for: db) }
             } else if facts.version < target {

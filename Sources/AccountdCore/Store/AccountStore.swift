@@ -63,6 +63,10 @@ public final class AccountStore: Sendable {
         BoundedCache<AccountName, (main: FileStamp, wal: FileStamp?, facts: AccountFacts)>(capacity: AccountStore.rememberedAccounts))
     /// Schemas already found equal to the bundle's target by a migration.
     let matchedSchemas = MatchedSchemas()
+    /// The bundles whose migrations may still run; shared with the stores ``replacing(bundle:options:)`` makes.
+    let withdrawals: BundleWithdrawals
+    /// Stops this store's migrations when a reload withdraws its bundle (see ``BundleWithdrawals``), and at SIGTERM.
+    let withdrawal: SQLiteInterrupt
     /// How many accounts' facts are remembered at most: the working set of switches, while
     /// a fleet of any size touched by `Migrate` leaves memory flat.
     static let rememberedAccounts = 1024
@@ -74,24 +78,35 @@ public final class AccountStore: Sendable {
         self.options = options
         self.locks = AccountLocks()
         self.pins = SnapshotPins()
+        withdrawal = SQLiteInterrupt()
+        withdrawals = BundleWithdrawals(first: bundle, interrupt: withdrawal)
     }
 
-    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks, pins: SnapshotPins) {
+    private init(root: DataRoot, bundle: SchemaBundle, options: Options, locks: AccountLocks, pins: SnapshotPins, withdrawals: BundleWithdrawals) {
         self.root = root
         self.bundle = bundle
         self.targetVersion = bundle.targetVersion
         self.options = options
         self.locks = locks
         self.pins = pins
+        self.withdrawals = withdrawals
+        withdrawal = withdrawals.bringing(bundle)
     }
+
+    /// Whether a reload withdrew this store's bundle: a bundle now in force does not reach its
+    /// target (``BundleWithdrawals``). Its migrations running were stopped and rolled back
+    /// whole, and nothing more is opened under it.
+    public var isWithdrawn: Bool { withdrawal.isStopped && !SQLiteInterrupt.isStopping }
 
     /// A store over the same data root with another bundle, sharing this store's
     /// per-account locks, so an operation still running under the old bundle and one
-    /// under the new never overlap on an account.
+    /// under the new never overlap on an account. When `bundle` does not reach the target of
+    /// this store's bundle (or of an earlier one whose migrations may still run), that bundle
+    /// is withdrawn: its running migrations stop and roll back whole (``isWithdrawn``).
     public func replacing(bundle: SchemaBundle, options: Options) -> AccountStore {
         // A reload: checks remembered under the old bundle are made again (``checksEpoch``).
         locks.changed()
-        return AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins)
+        return AccountStore(root: root, bundle: bundle, options: options, locks: locks, pins: pins, withdrawals: withdrawals)
     }
 
     var snapshots: SnapshotStore {
@@ -137,6 +152,7 @@ public final class AccountStore: Sendable {
     private func openLocked(_ account: AccountName, create: Bool, progress: ProgressHandler?) throws -> OpenOutcome {
         let started = ContinuousClock.now
         let path = root.accountPath(account)
+        if isWithdrawn { throw AccountdError.withdrawnBeforeOpen(account, bundle: bundle, path: path) }
         if FileSystem.entry(at: path) == .missing {
             return try createMissing(account, path: path, allowed: create, started: started)
         }
@@ -169,8 +185,12 @@ public final class AccountStore: Sendable {
         let walStamp = FileStamp(path: path + "-wal")
         // Facts remembered by a shallow read (``readFacts(_:busy:)``) are taken only for a file
         // that passed the deep check at this stamp.
+        // A lock changes no stamp: a file another process holds locked is read again, which
+        // waits for it up to the lock timeout and then refuses it with `AccountBusy` (one
+        // read of `/proc/locks`, so that a switch never reports ready an account it cannot use).
         if let stamp, let cached = known.withLock({ $0[account] }), cached.main == stamp, cached.wal == walStamp,
-            cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp
+            cached.facts.version >= target, !options.checkIntegrityOnOpen || checked.withLock({ $0[account] }) == stamp,
+            !OtherProcessLocks.read().holds(stamp)
         {
             return (cached.facts, nil)
         }
@@ -260,7 +280,9 @@ public final class AccountStore: Sendable {
         _ account: AccountName, path: String, on writer: DatabaseQueue?, from version: Int,
         after snapshot: (info: SnapshotInfo, milliseconds: Double), progress: ProgressHandler?
     ) throws -> Migrated {
-        let milliseconds = try Migrator(bundle: bundle, account: account, path: path, matched: matchedSchemas, busy: options.lockTimeout)
+        let milliseconds = try Migrator(
+            bundle: bundle, account: account, path: path, matched: matchedSchemas, busy: options.lockTimeout, interrupt: withdrawal
+        )
             .migrate(on: writer, from: version, progress: progress)
         return Migrated(snapshot: snapshot.info, snapshotMs: snapshot.milliseconds, migrationMs: milliseconds)
     }
@@ -364,7 +386,7 @@ public final class AccountStore: Sendable {
     ///   `accountTooNew` for a newer file not readable by this bundle, `accountBusy` when
     ///   another process holds it locked, `storage` when it cannot be opened at all.
     public func usableState(_ account: AccountName) throws -> AccountStatus.State {
-        let facts = try readFacts(account)
+        let facts = try readFacts(account, probingLocks: true)
         guard isUsable(facts) else { throw tooNew(account, facts) }
         return state(of: facts)
     }
@@ -372,13 +394,19 @@ public final class AccountStore: Sendable {
     /// What the file says about itself: remembered from the last inspection while its file and
     /// WAL are unchanged, else read (shallowly: no page scan) without changing the file.
     ///
-    /// - Parameter busy: how long to wait for another process's lock on the file; nil waits
-    ///   ``Options/lockTimeout``.
-    private func readFacts(_ account: AccountName, busy: Duration? = nil) throws -> AccountFacts {
+    /// - Parameters:
+    ///   - busy: how long to wait for another process's lock on the file; nil waits
+    ///     ``Options/lockTimeout``.
+    ///   - probingLocks: remembered facts are taken only while no other process holds the
+    ///     file locked (a lock changes no stamp); else the file is read, which waits for the
+    ///     lock and then refuses it with `AccountBusy`. One read of `/proc/locks`.
+    private func readFacts(_ account: AccountName, busy: Duration? = nil, probingLocks: Bool = false) throws -> AccountFacts {
         let path = root.accountPath(account)
         let main = FileStamp(path: path)
         let wal = FileStamp(path: path + "-wal")
-        if let main, let cached = known.withLock({ $0[account] }), cached.main == main, cached.wal == wal {
+        if let main, let cached = known.withLock({ $0[account] }), cached.main == main, cached.wal == wal,
+            !probingLocks || !OtherProcessLocks.read().holds(main)
+        {
             return cached.facts
         }
         let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)

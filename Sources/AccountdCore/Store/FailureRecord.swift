@@ -16,8 +16,10 @@ public struct FailureRecord: Sendable {
         public var message: String
         /// When it failed (ISO 8601).
         public var at: String
-        /// The fingerprint of the bundle it failed under: a migration or an `on-open.sql` that
-        /// failed says nothing about the account under another bundle (a rollback, a fix).
+        /// The fingerprint of the bundle it failed under. A failure counts under any bundle
+        /// until an open or a migration of the account is tried again (under the bundle then
+        /// in force): success clears it, failure replaces it; so a hotfix release (or a
+        /// rollback) does not hide an account that failed before anyone tried it again.
         public var bundle: String?
 
         public init(error: String, state: String, message: String, bundle: String?, at: Date = Date()) {
@@ -27,27 +29,74 @@ public struct FailureRecord: Sendable {
             self.bundle = bundle
             self.at = Timestamp.string(at)
         }
-
-        /// Whether it still counts under the bundle with `fingerprint`: damage inside a file
-        /// does under any bundle, a failed migration or `on-open.sql` only under its own.
-        public func applies(underBundle fingerprint: String) -> Bool {
-            state == "corrupt" || bundle == nil || bundle == fingerprint
-        }
     }
 
     public let path: String
 
     public init(root: DataRoot) { path = root.path + "/failures.json" }
 
-    /// The failures recorded; none when the file is missing. Blocking.
+    /// What ``load()`` read: the failures, and what of the file could not be read.
+    public struct Loaded: Sendable {
+        /// The failures of the entries that read well.
+        public var failures: [String: Failure] = [:]
+        /// Each entry that could not be read, by account name, with why; skipped, the others count.
+        public var skipped: [(account: String, reason: String)] = []
+        /// Where a file that was not a JSON object at all was moved aside, its records lost.
+        public var movedAside: String?
+
+        /// How many records were lost: the entries skipped, and a file moved aside counts one.
+        public var lost: Int { skipped.count + (movedAside == nil ? 0 : 1) }
+
+        /// Nothing read: no file.
+        public init() {}
+    }
+
+    /// The failures recorded, read entry by entry; none when the file is missing. Blocking.
     ///
-    /// - Throws: `storage` when the file cannot be read or parsed.
-    public func load() throws -> [String: Failure] {
-        guard FileSystem.exists(path) else { return [:] }
+    /// An entry that is not a well-formed failure (a field missing, a wrong type) is skipped
+    /// and named in ``Loaded/skipped``; the others count. A file that is not a JSON object at
+    /// all is moved aside to `failures.json.damaged-<time>` (kept for whoever looks into it,
+    /// and never overwritten by the next save), named in ``Loaded/movedAside``.
+    ///
+    /// - Throws: `storage` when the file cannot be read, or a damaged one cannot be moved aside.
+    public func load() throws -> Loaded {
+        guard FileSystem.exists(path) else { return Loaded() }
+        let data: Data
         do {
-            return try JSONDecoder().decode([String: Failure].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw AccountdError(.storage, "\(path) cannot be read: \(error); remove it, and the accounts that fail fail again at their next open", file: path)
+            throw AccountdError(.storage, "\(path) cannot be read: \(error); the failed accounts it records count as they are until it can be", file: path)
+        }
+        var loaded = Loaded()
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            let aside = path + ".damaged-" + Timestamp.string(Date()).replacingOccurrences(of: ":", with: "")
+            do {
+                try FileSystem.durableRename(path, to: aside)
+            } catch {
+                throw AccountdError(.storage, "\(path) is not a JSON object, and moving it aside to \(aside) failed: \(error)", file: path)
+            }
+            loaded.movedAside = aside
+            return loaded
+        }
+        for (account, value) in object {
+            do {
+                let entry = try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])
+                loaded.failures[account] = try JSONDecoder().decode(Failure.self, from: entry)
+            } catch {
+                loaded.skipped.append((account, Self.reason(error)))
+            }
+        }
+        loaded.skipped.sort { $0.account < $1.account }
+        return loaded
+    }
+
+    /// Why an entry could not be read, in a few words.
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "it has no \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        default: "\(error)"
         }
     }
 

@@ -12,7 +12,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
             case invalidAccountName, accountNotFound, accountTooNew, accountCorrupt, accountBusy, accountActive
-            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists, accountMoved, interrupted
+            case migrationFailed, invalidBundle, snapshotNotFound, storage, accountExists, accountMoved, interrupted, withdrawn
         }
         private let code: Code
         private init(_ code: Code) { self.code = code }
@@ -46,6 +46,11 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
         /// daemon is stopping or a newer reload superseded it (``SQLiteInterrupt``); it was
         /// rolled back whole and is nobody's fault: the account is migrated at its next open.
         public static let interrupted = Kind(.interrupted)
+        /// An open or a migration was stopped because a reload withdrew the bundle it ran under
+        /// (``BundleWithdrawals``): rolled back whole, the file at its old version with all its
+        /// rows; nobody's fault, and not the account's failure. On the wire `MigrationFailed`,
+        /// whose message says so.
+        public static let withdrawn = Kind(.withdrawn)
 
         public var description: String { code.rawValue }
 
@@ -58,7 +63,7 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
             case .accountCorrupt: .accountCorrupt
             case .accountBusy: .accountBusy
             case .accountActive: .accountActive
-            case .migrationFailed: .migrationFailed
+            case .migrationFailed, .withdrawn: .migrationFailed
             case .snapshotNotFound: .snapshotNotFound
             case .accountExists: .accountExists
             case .accountMoved: .accountMoved

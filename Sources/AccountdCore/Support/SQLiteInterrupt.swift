@@ -22,13 +22,38 @@ public final class SQLiteInterrupt: Sendable {
     /// How many SQLite virtual machine steps run between two checks.
     static let progressSteps: Int32 = 1000
 
-    public init() {}
+    /// The interrupt this one is part of: stopping it stops this one too.
+    private let parent: SQLiteInterrupt?
+    /// When the work must stop whatever else happens; nil for no time limit.
+    private let deadline: ContinuousClock.Instant?
+    /// The time limit the work was given (``init(within:timeLimit:)``); nil for none.
+    public let timeLimit: Duration?
+
+    public init() {
+        parent = nil
+        deadline = nil
+        timeLimit = nil
+    }
+
+    /// An interrupt that also stops when `parent` does, and once `timeLimit` has passed from
+    /// now (a bundle's check, `schema.checkTimeoutSeconds`).
+    public init(within parent: SQLiteInterrupt, timeLimit: Duration) {
+        self.parent = parent
+        self.timeLimit = timeLimit
+        deadline = .now + timeLimit
+    }
 
     /// Asks the work to stop; it does within ``progressSteps`` virtual machine steps.
     public func stop() { stopped.store(true, ordering: .relaxed) }
 
-    /// Whether the work must stop now: ``stop()`` was called, or the daemon is stopping.
-    public var isStopped: Bool { stopped.load(ordering: .relaxed) || Self.isStopping }
+    /// Whether the time limit has passed.
+    public var isPastDeadline: Bool { deadline.map { ContinuousClock.now >= $0 } ?? false }
+
+    /// Whether the work must stop now: ``stop()`` was called (here or on the parent), the
+    /// daemon is stopping, or the time limit has passed.
+    public var isStopped: Bool {
+        stopped.load(ordering: .relaxed) || Self.isStopping || (parent?.isStopped ?? false) || isPastDeadline
+    }
 
     /// Stops every interruptible work of the process, running or to come: the daemon is
     /// stopping (SIGTERM). A migration so stopped rolls back whole; the file stays at its old

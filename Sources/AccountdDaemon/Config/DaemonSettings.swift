@@ -23,6 +23,11 @@ public struct DaemonSettings: Sendable {
     /// The most connections served at once (`limits.maxConnections`, default 512); one more
     /// gets `TooManyConnections` and is closed.
     public var maximumConnections: Int
+    /// Connections only admins may take beyond `maximumConnections`
+    /// (`limits.adminReservedConnections`, default 3), so that the metrics unit and an operator
+    /// still reach a daemon whose connections others hold, as PostgreSQL's
+    /// `superuser_reserved_connections`.
+    public var adminReservedConnections = 3
     /// A connection with no traffic and nothing in progress for this long is closed
     /// (`limits.idleTimeoutSeconds`, default 600; 0 for never).
     public var idleTimeoutSeconds: Double
@@ -69,6 +74,13 @@ public struct DaemonSettings: Sendable {
     public var replication: ReplicationSettings?
     /// The config file that was read, if any.
     public var configFile: String?
+    /// How long a bundle's check (its migrations run on an empty database) may run before it
+    /// is stopped: the reload is refused, or the daemon exits at start-up, naming the file and
+    /// line where it stood (`schema.checkTimeoutSeconds`, default 60; 1 to 86400).
+    public var bundleCheckTimeoutSeconds: Double = 60
+
+    /// ``bundleCheckTimeoutSeconds`` as a duration.
+    public var bundleCheckTimeLimit: Duration { .milliseconds(Int64(bundleCheckTimeoutSeconds * 1000)) }
 
     public var storeOptions: AccountStore.Options {
         var options = AccountStore.Options()

@@ -28,9 +28,11 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("socket.varlink", \.varlinkSocketPath, reload: false)
         compare("socket.mode", \.socketMode, reload: false) { "0" + String($0, radix: 8) }
         compare("schema.dir", \.schemaDirectory, reload: true)
+        compare("schema.checkTimeoutSeconds", \.bundleCheckTimeoutSeconds, reload: true, text: number)
         compare("log.level", \.logLevel, reload: true) { $0.rawValue }
         compare("requests.maxBytes", \.maximumRequestBytes, reload: false)
         compare("limits.maxConnections", \.maximumConnections, reload: false)
+        compare("limits.adminReservedConnections", \.adminReservedConnections, reload: false)
         compare("limits.idleTimeoutSeconds", \.idleTimeoutSeconds, reload: false, text: number)
         compare("limits.queryTimeoutMs", \.queryTimeoutMs, reload: false)
         compare("limits.queryMaxRows", \.queryMaxRows, reload: false)
@@ -72,6 +74,7 @@ extension DaemonSettings {
     func reloading(_ new: DaemonSettings) -> DaemonSettings {
         var settings = self
         settings.schemaDirectory = new.schemaDirectory
+        settings.bundleCheckTimeoutSeconds = new.bundleCheckTimeoutSeconds
         settings.logLevel = new.logLevel
         settings.lockTimeoutSeconds = new.lockTimeoutSeconds
         settings.snapshotsToKeep = new.snapshotsToKeep

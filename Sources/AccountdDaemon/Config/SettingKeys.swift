@@ -13,11 +13,11 @@ enum SettingKeys {
     static let all: [String] = [
         "data.root",
         "socket.path", "socket.varlink", "socket.mode",
-        "schema.dir",
+        "schema.dir", "schema.checkTimeoutSeconds",
         "log.level",
         "requests.maxBytes",
         "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",
-        "limits.streamStallSeconds", "limits.statementsPerUid", "limits.maxConnectionsPerUid", "limits.stagedExportsPerUid",
+        "limits.streamStallSeconds", "limits.statementsPerUid", "limits.maxConnectionsPerUid", "limits.adminReservedConnections", "limits.stagedExportsPerUid",
         "limits.stagedExports",
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
         "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency", "accounts.walMaxBytes",

@@ -63,11 +63,20 @@ public struct SettingsLoader: Sendable {
     ///
     /// - Throws: ``Failure`` naming the setting and the source that is wrong.
     public func load() async throws -> DaemonSettings {
+        try read()
+    }
+
+    /// ``load()`` where it is called: blocking (it reads the config file, and the password
+    /// and group databases for the names it gives), so a running daemon calls it on a
+    /// blocking-pool thread (``ReloadService``).
+    ///
+    /// - Throws: ``Failure`` naming the setting and the source that is wrong.
+    public func read() throws -> DaemonSettings {
         let file = configFile
         if file.required && !FileManager.default.fileExists(atPath: file.path) {
             throw Failure(description: "config file \(file.path) does not exist")
         }
-        let yaml = try await fileProvider(file.path)
+        let yaml = try fileProvider(file.path)
         let reader = SettingsReader(
             reader: ConfigReader(providers: [
                 InMemoryProvider(name: "flags", values: flagValues),
@@ -80,12 +89,13 @@ public struct SettingsLoader: Sendable {
 
     /// The config file's settings: its YAML parsed and its keys checked; `access:` is left
     /// to ``GrantConfig``.
-    private func fileProvider(_ path: String) async throws -> any ConfigProvider {
+    private func fileProvider(_ path: String) throws -> any ConfigProvider {
         // A config file with nothing in it (or only comments) means "all defaults".
         var fileIsEmpty = true
         // The file without `access:` (read by GrantConfig), when it has one.
         var withoutAccess: String?
-        if let text = try NamespaceConfig.text(of: path) {
+        let text = try NamespaceConfig.text(of: path)
+        if let text {
             let root: Node?
             do {
                 root = try Yams.compose(yaml: text)
@@ -101,9 +111,9 @@ public struct SettingsLoader: Sendable {
             }
         }
         do {
-            if fileIsEmpty { return InMemoryProvider(name: "empty config file", values: [:]) }
-            if let withoutAccess { return try YAMLTextProvider(text: withoutAccess, name: path) }
-            return try await FileProvider<YAMLSnapshot>(filePath: .init(path), allowMissing: true)
+            guard let text, !fileIsEmpty else { return InMemoryProvider(name: "empty config file", values: [:]) }
+            // The text already read, parsed as swift-configuration's `FileProvider` would: the file is read once.
+            return try YAMLTextProvider(text: withoutAccess ?? text, name: path)
         } catch {
             throw Failure(description: "config file \(path) cannot be read: \(error)")
         }
@@ -137,6 +147,7 @@ public struct SettingsLoader: Sendable {
             "socket.mode": .init(.string("0660"), isSecret: false),
             "schema.dir": .init(.string(InstalledBundle.defaultDirectory), isSecret: false),
             "log.level": .init(.string("info"), isSecret: false),
+            "schema.checkTimeoutSeconds": .init(.double(60), isSecret: false),
             "requests.maxBytes": .init(.int(1 << 20), isSecret: false),
             "accounts.lockTimeoutSeconds": .init(.double(30), isSecret: false),
             "accounts.snapshotsToKeep": .init(.int(5), isSecret: false),
@@ -149,6 +160,7 @@ public struct SettingsLoader: Sendable {
             "admin.groups": .init(.stringArray([]), isSecret: false),
             "preferences.groupCommit": .init(.bool(true), isSecret: false),
             "limits.maxConnections": .init(.int(512), isSecret: false),
+            "limits.adminReservedConnections": .init(.int(3), isSecret: false),
             "limits.idleTimeoutSeconds": .init(.double(600), isSecret: false),
             "limits.queryTimeoutMs": .init(.int(5000), isSecret: false),
             "limits.queryMaxRows": .init(.int(10_000), isSecret: false),
@@ -171,6 +183,7 @@ public struct SettingsLoader: Sendable {
         let timeout = try reader.seconds("accounts.lockTimeoutSeconds", Self.lockTimeoutRange)
         let checkIntegrity = try reader.bool("accounts.checkIntegrityOnOpen")
         let accountLabels = try reader.bool("metrics.accountLabels")
+        let checkTimeout = try reader.seconds("schema.checkTimeoutSeconds", Self.checkTimeoutRange)
         let groupCommit = try reader.bool("preferences.groupCommit")
         let idleTimeout = try reader.seconds("limits.idleTimeoutSeconds", Self.idleTimeoutRange)
         let socketPath = try absolute(reader.string("socket.path"))
@@ -190,6 +203,7 @@ public struct SettingsLoader: Sendable {
             logLevel: level,
             maximumRequestBytes: try reader.int("requests.maxBytes", 64...(256 << 20)),
             maximumConnections: try reader.int("limits.maxConnections", 1...100_000),
+            adminReservedConnections: try reader.int("limits.adminReservedConnections", 0...1000),
             idleTimeoutSeconds: idleTimeout,
             queryTimeoutMs: try reader.int("limits.queryTimeoutMs", Self.queryTimeoutRange),
             queryMaxRows: try reader.int("limits.queryMaxRows", Self.queryMaxRowsRange),
@@ -207,7 +221,8 @@ public struct SettingsLoader: Sendable {
             namespaces: namespaces,
             groupCommit: groupCommit,
             replication: replication,
-            configFile: FileManager.default.fileExists(atPath: file) ? file : nil)
+            configFile: FileManager.default.fileExists(atPath: file) ? file : nil,
+            bundleCheckTimeoutSeconds: checkTimeout)
     }
 
     /// `log.level`: one of swift-log's levels.
@@ -278,6 +293,8 @@ public struct SettingsLoader: Sendable {
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.
     static let lockTimeoutRange: ClosedRange<Double> = 0...3600
+    /// `schema.checkTimeoutSeconds`: a second to a day.
+    static let checkTimeoutRange: ClosedRange<Double> = 1...86_400
     /// `limits.queryTimeoutMs`: a millisecond to an hour.
     static let queryTimeoutRange: ClosedRange<Int> = 1...3_600_000
     /// `limits.queryMaxRows`: 1 to ten million rows in one reply without `more`.

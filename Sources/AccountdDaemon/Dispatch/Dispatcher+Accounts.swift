@@ -43,7 +43,9 @@ extension Dispatcher {
         let named: [AccountName] =
             switch target {
             case .all: try await switching.accountNames()
-            case .accounts(let names): names
+            case .accounts(let names):
+                // Each account once, in the order first named: a name given twice is one account.
+                names.reduce(into: (seen: Set<AccountName>(), kept: [AccountName]())) { if $0.seen.insert($1).inserted { $0.kept.append($1) } }.kept
             }
         try await refuseMissingCanary(rollout)
         let (accounts, canary) = rollout.ordered(named)
@@ -66,8 +68,13 @@ extension Dispatcher {
             }
         }
         let dispatcher = self
+        // A reload that withdraws this bundle (its release put back) stops the rollout: the
+        // migrations running roll back, and no further account begins.
+        let store = services.stores.current
+        func checkWithdrawn() { if rollout.rollbackTo == nil, store.isWithdrawn { gate.withdraw() } }
         try await withThrowingTaskGroup(of: MigrateResult.self) { group in
             func startWhatMay() {
+                checkWithdrawn()
                 while gate.mayStart, let account = pending.popFirst() {
                     gate.started()
                     group.addTask { await dispatcher.migrateOne(account, rollout: rollout, with: switching) }
@@ -75,6 +82,7 @@ extension Dispatcher {
             }
             startWhatMay()
             while let result = try await group.next() {
+                checkWithdrawn()
                 gate.finished(failed: result.result == "failed")
                 try await report(result)
                 startWhatMay()
@@ -85,7 +93,13 @@ extension Dispatcher {
             try await writer.flush()
             Malloc.trim()
         }
-        return Reply(tally.summary(stopped: gate.stopped, results: more ? nil : results))
+        var summary = tally.summary(stopped: gate.stopped, results: more ? nil : results)
+        if gate.stopped == .withdrawn {
+            (summary.withdrawnVersion, summary.bundleVersion) = (store.targetVersion, services.stores.current.targetVersion)
+            logger.warning(
+                "Migrate stopped: a reload withdrew bundle version \(store.targetVersion) while it ran (now serving \(services.stores.current.targetVersion)); \(tally.count - pending.count) account(s) begun, \(pending.count) not begun")
+        }
+        return Reply(summary)
     }
 
     /// Refuses, before anything is migrated, a canary that names an account with no file (and

@@ -15,7 +15,7 @@ import NIOCore
 ///    is (a short `Query` of a warm account: ``DataService/queryAtOnce(_:_:maxRows:)``), handed to the
 ///    table's group commit (a Set or Delete on an open table), or run in a task on the
 ///    connection's event loop (everything that waits for a lock, SQLite or the disk).
-/// 3. However it ran, it ends in ``finish(_:since:oneway:_:writer:)``, the one funnel: an error becomes
+/// 3. However it ran, it ends in ``finish(_:account:since:oneway:_:writer:)``, the one funnel: an error becomes
 ///    its wire form there (``ErrorMapping``, asking the error's ``WireError``), the request
 ///    is counted there once, with its outcome and latency, and its last reply is written
 ///    there, to the connection's one writer.
@@ -99,7 +99,9 @@ struct Dispatcher: Sendable {
             return finish(call, .success(Reply(services.info())), writer: writer)
         case .status(nil):
             _ = activeAccount(of: call.peer)  // one the caller may no longer read is cleared first
-            return finish(call, .success(Reply(services.switching.daemonStatus(for: call.peer.uid))), writer: writer)
+            var status = services.switching.daemonStatus(for: call.peer.uid)
+            status.bundleCheckSeconds = services.bundleCheckSeconds.map { Int($0) }
+            return finish(call, .success(Reply(status)), writer: writer)
         case .status(let account?):
             return task(call, writer) { _ in
                 let (status, disk) = try await services.switching.accountStatus(account)
@@ -193,7 +195,7 @@ struct Dispatcher: Sendable {
         let replies = ReplyWriter(writer, dropping: call.oneway)
         let bound = NIOLoopBound(writer, eventLoop: writer.loop)
         let loop = writer.loop
-        Task(executorPreference: writer.executor) {
+        writer.requestTask = Task(executorPreference: writer.executor) {
             let outcome: Result<Reply, any Error>
             do {
                 outcome = .success(try await body(replies))
@@ -202,6 +204,7 @@ struct Dispatcher: Sendable {
             }
             loop.execute {
                 let writer = bound.value
+                writer.requestTask = nil
                 finish(call, outcome, writer: writer)
                 writer.requestEnded()
             }
@@ -209,10 +212,10 @@ struct Dispatcher: Sendable {
         return .running
     }
 
-    /// Ends `call` with `outcome` (see ``finish(_:since:oneway:_:writer:)``).
+    /// Ends `call` with `outcome` (see ``finish(_:account:since:oneway:_:writer:)``).
     @discardableResult
     func finish(_ call: Call, _ outcome: Result<Reply, any Error>, writer: ConnectionWriter) -> Response {
-        finish(call.command.method, since: call.received, oneway: call.oneway, outcome.map { Optional($0) }, writer: writer)
+        finish(call.command.method, account: call.command.account, since: call.received, oneway: call.oneway, outcome.map { Optional($0) }, writer: writer)
     }
 
     /// The one funnel every request ends in, however it ran or was refused: its outcome
@@ -221,10 +224,12 @@ struct Dispatcher: Sendable {
     /// the reply is written, unless the request was `oneway`, the client went away
     /// (``ClientGone``), or there is none (a Watch, counted as it starts).
     ///
-    /// - Parameter method: nil when the request was not read far enough to know it.
+    /// - Parameters:
+    ///   - method: nil when the request was not read far enough to know it.
+    ///   - account: the account the request acts on, named in the log line of its failure.
     @discardableResult
     func finish(
-        _ method: Method?, since received: ContinuousClock.Instant, oneway: Bool, _ outcome: Result<Reply?, any Error>,
+        _ method: Method?, account: AccountName? = nil, since received: ContinuousClock.Instant, oneway: Bool, _ outcome: Result<Reply?, any Error>,
         writer: ConnectionWriter
     ) -> Response {
         let reply: Reply?
@@ -234,8 +239,12 @@ struct Dispatcher: Sendable {
         case .failure(is ClientGone):
             services.metrics.request(method, outcome: "ClientGone", since: received)
             return .answered
+        case .failure(is CancellationError):
+            // Cancelled with its connection, closed at the end of shutdown's grace: no one to answer.
+            services.metrics.request(method, outcome: "ShuttingDown", since: received)
+            return .answered
         case .failure(let error):
-            reply = ErrorMapping.reply(for: error, method: method, logger: logger)
+            reply = ErrorMapping.reply(for: error, method: method, account: account, logger: logger)
         }
         services.metrics.request(method, error: reply?.error, since: received)
         if let reply, !oneway { writer.send(reply) }

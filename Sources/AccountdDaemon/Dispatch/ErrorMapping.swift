@@ -12,15 +12,23 @@ import Logging
 /// with a reference; its details are logged, never sent, but a full or failing disk is
 /// named as such (never as corruption).
 enum ErrorMapping {
-    static func reply(for error: any Error, method: Method?, logger: Logger) -> Reply {
+    ///
+    /// - Parameter account: the account the request acted on: every log line of its failure
+    ///   names it (`account=`), also when the error itself does not.
+    static func reply(for error: any Error, method: Method?, account: AccountName? = nil, logger: Logger) -> Reply {
         if let error = error as? AccountdError {
-            log(error, method: method, logger: logger)
+            // The log names the account; the reply stays as the error made it.
+            var logged = error
+            if logged.account == nil, let account { logged.account = account.rawValue }
+            log(logged, method: method, logger: logger)
             return error.reply
         }
         if let error = error as? any WireError { return error.reply }
         let reference = String(UUID().uuidString.prefix(8)).lowercased()
+        var metadata: Logger.Metadata = ["error": "\(error)"]
+        if let account { metadata["account"] = "\(account)" }
         logger.error(
-            "internal error \(reference) in \(method?.rawValue ?? "a request"): \(error)", metadata: ["error": "\(error)"])
+            "internal error \(reference) in \(method?.rawValue ?? "a request")\(account.map { " of account \($0)" } ?? ""): \(error)", metadata: metadata)
         if let disk = AccountdError.diskText(of: error) {
             // The disk's doing, not a bug: say so, so that nobody looks for corruption.
             return ProtocolError(

@@ -7,9 +7,11 @@ import NIOCore
 /// pieces the request's task is suspended, holding only what the stream keeps (a cursor and
 /// its read transaction, or an export's place), and two pieces at most.
 ///
-/// A client that takes nothing of a piece for ``stallBound`` (`limits.streamStallSeconds`)
-/// ends the stream with ``StreamStalled``: what the stream held (its snapshot of the WAL, a
-/// staged copy) is released then, however long the client stays connected.
+/// A client that takes nothing of the stream for ``stallBound`` (`limits.streamStallSeconds`)
+/// ends it with ``StreamStalled`` (``StallWatch``: progress is measured, so a slow but steady
+/// reader is served to the end): what the stream held (its snapshot of the WAL, a staged
+/// copy) is released then, however long the client stays connected. A request cancelled
+/// (its connection closed at the end of shutdown's grace) makes no more pieces.
 struct ReplyStream: Sendable {
     /// Where the pieces go.
     let writer: ReplyWriter
@@ -33,6 +35,8 @@ struct ReplyStream: Sendable {
         var inFlight: EventLoopFuture<Void>?
         do {
             while true {
+                // A request cancelled at the end of shutdown's grace makes no more pieces.
+                try Task.checkCancellation()
                 let piece = try await next()
                 if let inFlight { try await writer.written(inFlight, within: stallBound) }
                 inFlight = piece.bytes.isEmpty ? nil : writer.start(piece.bytes)

@@ -74,19 +74,21 @@ struct ReplyWriter: Sendable {
     /// Suspends until `write` (from ``start(_:)``) is handed to the socket.
     ///
     /// - Throws: ``ClientGone`` when the client went away; ``ReplyStalled`` when the client
-    ///   took none of it within `bound`.
+    ///   took no byte of what was written for `bound` (``StallWatch``: a client that reads
+    ///   slowly but steadily is never cut off, however long the piece takes).
     func written(_ write: EventLoopFuture<Void>, within bound: Duration) async throws {
+        guard let writer else { return try await write.get() }
         let loop = write.eventLoop
         let settled = loop.makePromise(of: Void.self)
-        let (seconds, attoseconds) = bound.components
-        let timer = loop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
-            settled.fail(ReplyStalled())
+        let watching: @Sendable () -> Void = {
+            let watch = StallWatch(loop: loop, bound: bound, measure: { writer.value.backlog() }) { settled.fail(ReplyStalled()) }
+            // Whichever comes first settles it; NIO ignores the second.
+            write.assumeIsolated().whenComplete { result in
+                watch.stop()
+                settled.completeWith(result.mapError { _ in ClientGone() })
+            }
         }
-        // Whichever comes first settles it; NIO ignores the second.
-        write.whenComplete { result in
-            timer.cancel()
-            settled.completeWith(result.mapError { _ in ClientGone() })
-        }
+        if loop.inEventLoop { watching() } else { loop.execute(watching) }
         try await settled.futureResult.get()
     }
 

@@ -34,6 +34,11 @@ struct RolloutGate {
         begun += 1
     }
 
+    /// A reload withdrew the bundle the rollout runs under: nothing more begins.
+    mutating func withdraw() {
+        if stopped == nil { stopped = .withdrawn }
+    }
+
     /// An account finished; `failed` says whether it failed.
     mutating func finished(failed: Bool) {
         running -= 1

@@ -44,6 +44,8 @@ final class DaemonMetrics: Sendable {
         static let diskBytes = "accountd_disk_bytes"
         static let snapshotsStored = "accountd_snapshots_stored"
         static let scrapeTime = "accountd_metrics_timestamp_seconds"
+        static let failureRecordsLost = "accountd_failure_records_lost"
+        static let bundleCheckSeconds = "accountd_reload_bundle_check_seconds"
     }
 
     /// Why a snapshot was taken: the `reason` label of ``Name/snapshots``.
@@ -140,6 +142,8 @@ final class DaemonMetrics: Sendable {
             gauge(Name.diskBytes, Double(bytes), [("kind", kind)])
         }
         gauge(Name.snapshotsStored, Double(disk.snapshotCount))
+        gauge(Name.failureRecordsLost, Double(fleet.failureRecordsLost))
+        gauge(Name.bundleCheckSeconds, fleet.bundleCheckSeconds)
         if accountLabels {
             let name = active?.rawValue
             shownActive.withLock { shown in

@@ -24,6 +24,10 @@ struct FleetFigures: Sendable {
     var active: [AccountName]
     /// The bytes the accounts take on disk, part by part.
     var disk: AccountDiskUse
+    /// The records of failed accounts `failures.json` held that could not be read at start (``AccountFailures/lost``).
+    var failureRecordsLost = 0
+    /// How long the running reload's bundle check has run, in seconds; 0 while none runs.
+    var bundleCheckSeconds = 0.0
 
     /// Reads the figures now. Blocking: lists the data root, stats each account's file and
     /// WAL, reads the files that changed since the last census, and walks `snapshots/`.

@@ -227,9 +227,11 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
-    /// Closes the connection after ``closingGrace``, whatever it is doing then.
+    /// Closes the connection after ``closingGrace``, whatever it is doing then, and cancels
+    /// the request it still runs, so that the daemon's stop waits for neither.
     private func closeLater(_ context: ChannelHandlerContext) {
-        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) {
+        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) { [self] in
+            writer.cancelRequest()
             context.close(promise: nil)
         }
         context.channel.closeFuture.whenComplete { _ in deadline.cancel() }
@@ -272,6 +274,22 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
     }
 
     var isActive: Bool { context?.channel.isActive ?? false }
+
+    /// `SO_MEMINFO` (Linux); Swift's Glibc module does not export it.
+    static let memoryInfoOption: CInt = 55
+    /// The first four of `SO_MEMINFO`'s figures; the third is the send queue (`SK_MEMINFO_WMEM_ALLOC`).
+    typealias MemoryInfo = InlineArray<4, UInt32>
+
+    /// NIO's unwritten bytes and the socket's send queue (``WriteBacklog``).
+    func backlog() -> EventLoopFuture<WriteBacklog>? {
+        guard let channel = context?.channel, channel.isActive else { return nil }
+        let inChannel = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(WriteBacklog(inChannel: inChannel, inKernel: 0))
+        }
+        return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: Self.memoryInfoOption))
+            .map { (info: MemoryInfo) in WriteBacklog(inChannel: inChannel, inKernel: Int(info[2])) }
+    }
 
     var isGone: @Sendable () -> Bool {
         guard let channel = context?.channel else { return { true } }

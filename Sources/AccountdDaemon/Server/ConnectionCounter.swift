@@ -1,14 +1,20 @@
+import AccountdProtocol
 import Synchronization
 
 /// Counts open connections against `limits.maxConnections` and each uid's share of them
 /// (`limits.maxConnectionsPerUid`), and reports them to the daemon's metrics (accepted,
-/// refused, open). One person's idle connections so never lock another person out. Root
-/// (uid 0), who administers the daemon, counts against the total only.
+/// refused, open; a refusal is also counted as a request with outcome `TooManyConnections`).
+/// One person's idle connections so never lock another person out. Root (uid 0), who
+/// administers the daemon, counts against the total only; an admin may take
+/// `limits.adminReservedConnections` more than the total, so that the metrics unit and an
+/// operator still reach a daemon whose connections others hold.
 final class ConnectionCounter: Sendable {
     /// `limits.maxConnections`.
     let limit: Int
     /// `limits.maxConnectionsPerUid`.
     let perUid: Int
+    /// `limits.adminReservedConnections`: admins' connections beyond ``limit``.
+    let adminReserve: Int
     private let metrics: DaemonMetrics
 
     private struct State {
@@ -26,16 +32,18 @@ final class ConnectionCounter: Sendable {
         case uid
     }
 
-    init(limit: Int, perUid: Int? = nil, metrics: DaemonMetrics) {
+    init(limit: Int, perUid: Int? = nil, adminReserve: Int = 0, metrics: DaemonMetrics) {
         self.limit = limit
         self.perUid = max(1, min(perUid ?? limit, limit))
+        self.adminReserve = adminReserve
         self.metrics = metrics
     }
 
-    /// Takes a slot for a connection of `uid`; the refusal when a limit is reached (no slot is taken).
-    func enter(uid: UInt32) -> Refusal? {
+    /// Takes a slot for a connection of `uid`, an admin when `admin` (who may use the
+    /// reserve); the refusal when a limit is reached (no slot is taken).
+    func enter(uid: UInt32, admin: Bool = false) -> Refusal? {
         let outcome = state.withLock { state -> Result<Int, Refusal> in
-            if state.open >= limit { return .failure(.total) }
+            if state.open >= limit + (admin ? adminReserve : 0) { return .failure(.total) }
             let mine = state.byUid[uid, default: 0]
             if mine >= perUid && uid != 0 { return .failure(.uid) }
             state.open += 1
@@ -48,6 +56,8 @@ final class ConnectionCounter: Sendable {
             return nil
         case .failure(let refusal):
             metrics.connectionRefused()
+            // Its request, unread, counted once, here: the refusal is its reply.
+            metrics.request(nil, error: .tooManyConnections, since: .now)
             return refusal
         }
     }

@@ -11,6 +11,14 @@ protocol ReplyOutput: AnyObject {
     /// Whether the client went away; cheap and callable from any thread (a running
     /// statement asks it every few thousand steps).
     var isGone: @Sendable () -> Bool { get }
+    /// What was written and not yet taken by the client; nil when it cannot be told (the
+    /// connection is gone). Asked on the event loop, by a stream waiting for its piece.
+    func backlog() -> EventLoopFuture<WriteBacklog>?
+}
+
+extension ReplyOutput {
+    /// An output that cannot tell (a test's buffer, whose writes complete at once).
+    func backlog() -> EventLoopFuture<WriteBacklog>? { nil }
 }
 
 /// The one writer of a connection: every reply to every request, each refusal, each Watch
@@ -38,6 +46,9 @@ final class ConnectionWriter {
     private var flushScheduled = false
     /// Called on ``loop`` when a request that is answered later (``Dispatcher/Response/running``) has ended.
     var requestEnded: () -> Void = {}
+    /// The task of the request running now (``Dispatcher/task(_:_:_:)``), until it ends; the
+    /// connection cancels it when it is closed at the end of shutdown's grace.
+    var requestTask: Task<Void, Never>?
 
     init(loop: any EventLoop, output: any ReplyOutput) {
         self.loop = loop
@@ -54,6 +65,9 @@ final class ConnectionWriter {
 
     /// Whether the client may still read what is written.
     var isActive: Bool { output?.isActive ?? false }
+
+    /// What was written and not yet taken by the client (``ReplyOutput/backlog()``).
+    func backlog() -> EventLoopFuture<WriteBacklog>? { output?.backlog() }
 
     /// Appends `reply`; it goes out with the next flush.
     func send(_ reply: Reply) {
@@ -116,6 +130,13 @@ final class ConnectionWriter {
             flushScheduled = false
             flush()
         }
+    }
+
+    /// Cancels the running request's task (shutdown's grace is over): what it awaits ends
+    /// (pool work not begun, a lock, a write), and what it holds is released as it unwinds.
+    func cancelRequest() {
+        requestTask?.cancel()
+        requestTask = nil
     }
 
     /// The connection is gone: nothing more is written, and writes still to come fail with ``ClientGone``.

@@ -61,7 +61,7 @@ struct SocketServer: Service {
             return PeerCredentialsReader.read(from: provider)
                 .flatMapThrowing { peer in
                     // A connection over the limit gets no handler: it is answered with an error and closed.
-                    if let refusal = counter.enter(uid: peer.uid) { return Accepted(channel: channel, peer: peer, refusal: refusal) }
+                    if let refusal = counter.enter(uid: peer.uid, admin: dispatcher.policy.current.isAdmin(peer)) { return Accepted(channel: channel, peer: peer, refusal: refusal) }
                     channel.closeFuture.whenComplete { _ in counter.leave(uid: peer.uid) }
                     let pipeline = channel.pipeline.syncOperations
                     if framing == .varlink {

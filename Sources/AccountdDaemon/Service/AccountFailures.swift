@@ -20,25 +20,45 @@ final class AccountFailures: Sendable {
     /// last save leaves the newest state.
     private let saves = SerialGate()
 
-    /// The failures `record` kept (none without one).
+    /// How many records `failures.json` held that could not be read at start: entries skipped,
+    /// and a damaged file moved aside (counts one); shown in the metrics (`accountd_failure_records_lost`).
+    let lost: Int
+
+    /// The failures `record` kept (none without one). An entry that cannot be read is skipped
+    /// with a log line naming it; a file that is not JSON at all is moved aside (``FailureRecord/load()``).
     init(record: FailureRecord? = nil, logger: Logger? = nil) {
         self.record = record
         var loaded: [AccountName: FailureRecord.Failure] = [:]
+        var lost = 0
         do {
-            for (name, failure) in try record?.load() ?? [:] {
+            let read = try record?.load() ?? FailureRecord.Loaded()
+            for (name, failure) in read.failures {
                 if let account = try? AccountName(name) { loaded[account] = failure }
             }
+            for skipped in read.skipped {
+                logger?.error(
+                    "\(record?.path ?? "failures.json"): the entry of account \(skipped.account) cannot be read (\(skipped.reason)); it is skipped, the other entries count. If that account fails, it fails again at its next open",
+                    metadata: ["account": "\(skipped.account)"])
+            }
+            if let aside = read.movedAside {
+                logger?.error(
+                    "\(record?.path ?? "failures.json") is not a JSON object: it was moved aside to \(aside) and its records are lost; the accounts that failed count again once they fail at their next open (accountctl migrate --all tries every account)")
+            }
+            lost = read.lost
         } catch {
             logger?.error("\(error)")
+            lost = 1
         }
         failed = Mutex(loaded)
+        self.lost = lost
     }
 
-    /// The state a failure of `kind` counts the account in.
+    /// The state a failure of `kind` counts the account in: a full or failing disk (`storage`)
+    /// is `unavailable`, as `Status ACCOUNT` says (docs/OPERATIONS.md: AccountdAccountUnreadable).
     static func state(of kind: AccountdError.Kind?) -> String {
         if kind == .accountCorrupt { return "corrupt" }
         if kind == .accountTooNew { return "too_new" }
-        if kind == .accountBusy { return "unavailable" }
+        if kind == .accountBusy || kind == .storage { return "unavailable" }
         return "failed"
     }
 
@@ -59,14 +79,15 @@ final class AccountFailures: Sendable {
         await save(on: pool, logger: logger)
     }
 
-    /// The failure of `account` that counts under the bundle with `fingerprint`, if it has one.
-    func failure(of account: AccountName, underBundle fingerprint: String) -> FailureRecord.Failure? {
-        failed.withLock { $0[account] }.flatMap { $0.applies(underBundle: fingerprint) ? $0 : nil }
+    /// The failure of `account`, if it has one. It counts under any bundle until an open of the
+    /// account is tried again (``FailureRecord/Failure/bundle``).
+    func failure(of account: AccountName) -> FailureRecord.Failure? {
+        failed.withLock { $0[account] }
     }
 
-    /// Every failed account's failure that counts under the bundle with `fingerprint`.
-    func all(underBundle fingerprint: String) -> [AccountName: FailureRecord.Failure] {
-        failed.withLock { $0 }.filter { $0.value.applies(underBundle: fingerprint) }
+    /// Every failed account's failure.
+    func all() -> [AccountName: FailureRecord.Failure] {
+        failed.withLock { $0 }
     }
 
     private func save(on pool: BlockingPool, logger: Logger) async {

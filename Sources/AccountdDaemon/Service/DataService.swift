@@ -95,6 +95,18 @@ final class DataService: Sendable {
         _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, uid: UInt32, gone: @escaping @Sendable () -> Bool
     ) async throws -> ExecuteReply {
         let account = try target(account)
+        do {
+            return try await executeOnce(account, statements, migrate: migrate, uid: uid, gone: gone)
+        } catch {
+            await recordDamage(error, account: account)
+            throw error
+        }
+    }
+
+    /// ``execute(_:_:migrate:uid:gone:)`` on the account it resolved.
+    private func executeOnce(
+        _ account: AccountName, _ statements: [SQLStatement], migrate: Bool, uid: UInt32, gone: @escaping @Sendable () -> Bool
+    ) async throws -> ExecuteReply {
         let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
         guard migrate else { return try await executeAtStoredVersion(account, work, uid: uid) }
         let turn: ExecuteBatches.Turn = await withCheckedContinuation { continuation in
@@ -114,15 +126,15 @@ final class DataService: Sendable {
     /// apps' Executes, which expect the bundle's schema), under the account's lock, on the file
     /// at whatever usable version it is.
     private func executeAtStoredVersion(_ account: AccountName, _ work: SQLConnection.Batched, uid: UInt32) async throws -> ExecuteReply {
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let outcome = try await usable(account, locked: true, migrate: false, uid: uid) { store in
-            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
             let outcome = connection.execute(batch: [work], timeout: timeout)[0]
             let broken = if case .failure(let error as ProtocolError) = outcome { Self.isFatal(error) } else { false }
             connections.giveBack(connection, account: account, broken: broken)
             return outcome
         }
-        let done = try outcome.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) }.get()
+        let done = try outcome.mapError { self.wire($0, account: account) }.get()
         if !done.tables.isEmpty { hub.publish(.watched(.data(account: account.rawValue, tables: done.tables.sorted()))) }
         return ExecuteReply(results: done.results)
     }
@@ -132,12 +144,12 @@ final class DataService: Sendable {
     /// hands the lead to the first `Execute` still waiting, if any; returns the leader's own
     /// outcome. No task is started for it: each batch runs in a request's own task.
     private func commitBatch(_ account: AccountName) async -> Result<SQLConnection.Executed, any Error> {
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let batch = batches.take(for: account)
         let outcomes: [Result<SQLConnection.Executed, any Error>]
         do {
             outcomes = try await usable(account, locked: true, uid: batch[0].uid) { store in
-                let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false)
+                let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
                 let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
                 let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
                 connections.giveBack(connection, account: account, broken: broken)
@@ -146,7 +158,7 @@ final class DataService: Sendable {
         } catch {
             outcomes = Array(repeating: .failure(error), count: batch.count)
         }
-        let mapped = outcomes.map { $0.mapError { Self.wire($0, account: account, timeoutMs: timeoutMs) } }
+        let mapped = outcomes.map { $0.mapError { self.wire($0, account: account) } }
         for (waiter, outcome) in zip(batch, mapped).dropFirst() { waiter.resume(.answered(outcome)) }
         batches.handOver(for: account)?.resume(.lead)
         return mapped[0]
@@ -162,20 +174,25 @@ final class DataService: Sendable {
         let account = try target(account)
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: sink.isGone)
-        return try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
-            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
-            var broken = false
-            defer { connections.giveBack(connection, account: account, broken: broken) }
-            // The statement's own read transaction is its snapshot: from its first step until
-            // it is reset, whatever commits meanwhile.
-            do {
-                var sink = sink
-                let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
-                return try sink.run(cursor, connection: connection)
-            } catch let error as ProtocolError {
-                broken = Self.isFatal(error)
-                throw error
+        do {
+            return try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
+                let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true, busy: store.options.lockTimeout)
+                var broken = false
+                defer { connections.giveBack(connection, account: account, broken: broken) }
+                // The statement's own read transaction is its snapshot: from its first step until
+                // it is reset, whatever commits meanwhile.
+                do {
+                    var sink = sink
+                    let cursor = try connection.query(statement, deadline: .now + timeout, stop: stop)
+                    return try sink.run(cursor, connection: connection)
+                } catch let error as ProtocolError {
+                    broken = Self.isFatal(error)
+                    throw error
+                }
             }
+        } catch {
+            await recordDamage(error, account: account)
+            throw error
         }
     }
 
@@ -213,7 +230,8 @@ final class DataService: Sendable {
         }
         guard let connection = connections.takeIdle(account, checkedUnder: store.targetVersion, path: path, readOnly: true) else { return nil }
         var broken = false
-        defer { connections.giveBack(connection, account: account, broken: broken) }
+        // A connection closed by giving it back (broken, its account closed meanwhile, or evicted) closes on the pool, not here.
+        defer { connections.giveBack(connection, account: account, broken: broken, closer: { [pool] in pool.submit($0) }) }
         do {
             guard let cursor = try connection.queryAtOnce(statement) else { return nil }
             let sink = WholeQuery(limit: min(maxRows ?? limits.maxRows, limits.maxRows), isGone: { false })
@@ -222,9 +240,11 @@ final class DataService: Sendable {
             return nil
         } catch let error as ProtocolError {
             broken = Self.isFatal(error)
-            return .failure(Self.wire(error, account: account, timeoutMs: limits.timeoutMs))
+            // Another process's lock is waited for, and damage recorded, on the pool path.
+            if (self.wire(error, account: account) as? AccountdError) != nil { return nil }
+            return .failure(self.wire(error, account: account))
         } catch {
-            return .failure(Self.wire(error, account: account, timeoutMs: limits.timeoutMs))
+            return .failure(self.wire(error, account: account))
         }
     }
 
@@ -243,7 +263,7 @@ final class DataService: Sendable {
     func usable<T: Sendable>(
         _ account: AccountName, locked: Bool, migrate: Bool = true, uid: UInt32, _ body: @escaping @Sendable (AccountStore) throws -> T
     ) async throws -> T {
-        let (timeoutMs, connections) = (limits.timeoutMs, connections)
+        let connections = connections
         for _ in 0..<3 {
             let store = stores.current
             let hold = locked ? try await store.hold(account) : nil
@@ -273,7 +293,7 @@ final class DataService: Sendable {
                             try check() ? try body(store) : nil
                         }
                     } catch {
-                        throw Self.wire(error, account: account, timeoutMs: timeoutMs)
+                        throw self.wire(error, account: account)
                     }
                 }
             }
@@ -285,8 +305,12 @@ final class DataService: Sendable {
     }
 
     /// `error` as it goes to the client: ``ClientGone`` for a statement stopped because its
-    /// client left, `QueryTimeout` with the limit and what to do.
-    static func wire(_ error: any Error, account: AccountName, timeoutMs: Int) -> any Error {
+    /// client left, `QueryTimeout` with the limit and what to do; SQLite's `SQLITE_BUSY` (another
+    /// process held the file locked past `accounts.lockTimeoutSeconds`) `AccountBusy`, and a file
+    /// damaged inside (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) `AccountCorrupt`, as a preference call
+    /// decides, never `SQLError`.
+    func wire(_ error: any Error, account: AccountName) -> any Error {
+        let timeoutMs = limits.timeoutMs
         switch error {
         case is SQLStopped:
             return ClientGone()
@@ -295,9 +319,28 @@ final class DataService: Sendable {
                 .queryTimeout,
                 "a statement on account \(account) ran longer than limits.queryTimeoutMs (\(timeoutMs) ms) and was stopped; nothing it did was kept. Narrow the statement (an index, a LIMIT) or raise the limit",
                 facts: [("timeoutMs", JSONValue(timeoutMs))])
+        case let error as ProtocolError where error.name == .sqlError:
+            guard case .int(let code)? = error[fact: "code"] else { return error }
+            let path = stores.current.root.accountPath(account)
+            if AccountdError.isBusy(sqliteCode: code) {
+                return AccountdError.lockedByOtherProcess(account, path: path, waited: stores.current.options.lockTimeout)
+            }
+            if AccountdError.isDamaged(sqliteCode: code) {
+                return AccountdError.damagedInside(account, path: path, sqlite: error.message.replacingOccurrences(of: "SQLite: ", with: ""))
+            }
+            return error
         default:
             return error
         }
+    }
+
+    /// Records `error`, when it found the account's file damaged inside, as an open that found
+    /// it so does: the account counts `corrupt` in `Status`, `List` and the metrics until an open
+    /// of it succeeds.
+    func recordDamage(_ error: any Error, account: AccountName) async {
+        guard let error = error as? AccountdError, error.kind == .accountCorrupt else { return }
+        await switching.failedAccounts.failed(
+            account, error: error, bundle: stores.current.bundle.fingerprint, on: pool, logger: switching.logger)
     }
 
     /// Whether an error leaves the connection unfit for the next request (the file is not a

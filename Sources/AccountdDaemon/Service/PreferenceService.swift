@@ -170,7 +170,7 @@ final class PreferenceService: Sendable {
         }
         let database = try PreferenceDatabase(
             path: root.accountPath(account), table: "accountd_prefs", groupCommit: groupCommit, create: false, run: pool.submit, schedule: schedule,
-            observer: metrics.commitObserver(scope: "account"))
+            observer: metrics.commitObserver(scope: "account"), account: account, busy: store.options.lockTimeout)
         var letGo: [(AccountName, PreferenceDatabase)] = []
         let winner = accounts.withLock { entries -> PreferenceDatabase in
             if let raced = entries[account] { return raced.database }

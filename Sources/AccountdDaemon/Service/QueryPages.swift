@@ -111,10 +111,10 @@ extension DataService {
         allowed: @escaping @Sendable () throws -> Void
     ) async throws -> QueryReply {
         let account = try target(account)
-        let (connections, timeout, timeoutMs) = (connections, Duration.milliseconds(limits.timeoutMs), limits.timeoutMs)
+        let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: stream.writer.isClientGone)
         let pages = try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
-            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true)
+            let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true, busy: store.options.lockTimeout)
             return try QueryPages(statement, on: connection, from: connections, account: account, limit: limit, timeout: timeout, stop: stop)
         }
         do {
@@ -122,12 +122,13 @@ extension DataService {
                 try allowed()
                 return try await shares.run(uid) { [pool] in
                     try await pool.run {
-                        do { return try pages.next() } catch { throw Self.wire(error, account: account, timeoutMs: timeoutMs) }
+                        do { return try pages.next() } catch { throw self.wire(error, account: account) }
                     }
                 }
             }
         } catch {
             await release(pages)
+            await recordDamage(error, account: account)
             throw error
         }
         await release(pages)

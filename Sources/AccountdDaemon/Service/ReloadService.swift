@@ -20,11 +20,15 @@ import UnixSignals
 ///   does not matter. A uid that may no longer read its active account has none from now on
 ///   (cleared in `state.json` too), and its streams of that account already running end
 ///   with `PermissionDenied` before their next piece.
+/// - A bundle that does not reach the one in force (an older release put back, or other steps)
+///   withdraws it: migrations running under it stop and roll back whole (``BundleWithdrawals``).
 /// - A changed bundle applies to the next open, and every uid's active account is brought
 ///   to it (migrated if it is now older), one account after another, in the background once
 ///   the reload is done: a migration that runs long holds neither the next SIGHUP nor SIGTERM.
 /// - The bundle's check runs its migrations on an empty database; a newer SIGHUP stops a
-///   check still running (and that reload is refused, with a log line), as SIGTERM does.
+///   check still running (and that reload is refused, with a log line), as SIGTERM does, and
+///   so does `schema.checkTimeoutSeconds` (the refusal names the file and line). `Status` and
+///   the metrics show the check while it runs.
 /// - The data root, the sockets, `requests.*`, `limits.*`, `accounts.migrateConcurrency`,
 ///   the namespaces and `preferences.groupCommit` change only with a restart; a changed
 ///   value is logged and left.
@@ -88,7 +92,8 @@ struct ReloadService: Service {
         let old = inForce.current
         let settings: DaemonSettings
         do {
-            settings = try await loader.load()
+            // The file and the password and group databases are read on the pool: no executor thread waits for them.
+            settings = try await services.pool.run { [loader] in try loader.read() }
         } catch {
             logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
             return false
@@ -97,7 +102,10 @@ struct ReloadService: Service {
         let bundle: SchemaBundle
         logger.notice("reload: checking the schema bundle \(settings.schemaDirectory) (its migrations run on an empty database; a newer SIGHUP stops the check)")
         do {
-            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory, interrupt: interrupt) }
+            services.reloadBegan()
+            defer { services.reloadEnded() }
+            let check = SQLiteInterrupt(within: interrupt, timeLimit: settings.bundleCheckTimeLimit)
+            bundle = try await services.pool.run { try SchemaBundle.load(from: settings.schemaDirectory, interrupt: check) }
         } catch {
             logger.error(
                 "reload refused: \(error); the previous settings stay in force, still serving bundle version \(current.targetVersion) from \(current.directory)",
@@ -106,7 +114,8 @@ struct ReloadService: Service {
         }
         if settings.replication != services.replication.settings.current {
             do {
-                try services.replication.apply(settings.replication)
+                // Litestream's configuration is written on the pool, like every other file.
+                try await services.pool.run { [replication = services.replication] in try replication.apply(settings.replication) }
                 if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
             } catch {
                 logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
@@ -130,6 +139,11 @@ struct ReloadService: Service {
         let bundleChanged = bundle.fingerprint != store.bundle.fingerprint
         if bundleChanged || settings.storeOptions != store.options {
             services.stores.replace(store.replacing(bundle: bundle, options: settings.storeOptions))
+        }
+        if store.isWithdrawn {
+            logger.warning(
+                "reload: bundle version \(store.targetVersion) is withdrawn (the new bundle does not reach it): its running migrations stop and roll back whole, and a Migrate under it begins no further account",
+                metadata: ["migrations_running": "\(services.switching.board.migrations().count)"])
         }
         let inEffect = applied.isEmpty ? "" : "; now in force: " + applied.map(\.description).joined(separator: ", ")
         guard bundleChanged else {

@@ -28,6 +28,20 @@ struct Services: Sendable {
     let startedAt = Date()
     /// Each account's state for the metrics, re-read only for files that changed.
     let census = AccountCensus()
+    /// When the bundle check of the reload running now began; nil while none runs.
+    let bundleCheck = Reloadable<ContinuousClock.Instant?>(nil)
+
+    /// A reload's bundle check began: `Status` and the metrics show it until ``reloadEnded()``.
+    func reloadBegan() { bundleCheck.replace(.now) }
+    /// The reload's bundle check ended.
+    func reloadEnded() { bundleCheck.replace(nil) }
+    /// How long the running reload's bundle check has run, in seconds; nil while none runs.
+    var bundleCheckSeconds: Double? {
+        bundleCheck.current.map { began in
+            let (seconds, attoseconds) = (ContinuousClock.now - began).components
+            return Double(seconds) + Double(attoseconds) / 1e18
+        }
+    }
 
     /// Wires the services over `stores`.
     ///
@@ -59,9 +73,11 @@ struct Services: Sendable {
     /// (``FleetFigures``). Blocking: lists and stats the data root.
     func metricsText() -> String {
         let store = stores.current
-        let fleet = FleetFigures.read(
-            store: store, census: census, board: switching.board, failed: switching.failedAccounts.all(underBundle: store.bundle.fingerprint),
+        var fleet = FleetFigures.read(
+            store: store, census: census, board: switching.board, failed: switching.failedAccounts.all(),
             active: switching.activeAccounts)
+        fleet.failureRecordsLost = switching.failedAccounts.lost
+        fleet.bundleCheckSeconds = bundleCheckSeconds ?? 0
         return metrics.text(active: switching.active, fleet: fleet, now: Date().timeIntervalSince1970)
     }
 

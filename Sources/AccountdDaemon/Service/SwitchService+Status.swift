@@ -75,15 +75,17 @@ extension SwitchService {
     func accountStatus(_ account: AccountName) async throws -> (status: AccountStatus, disk: DiskUseInfo?) {
         let store = stores.current
         let root = root
-        let (board, failure) = (board, failedAccounts.failure(of: account, underBundle: store.bundle.fingerprint))
+        let (board, failure) = (board, failedAccounts.failure(of: account))
         return try await pool.run {
             guard board.isMigrating(account) else {
                 var status = store.status(account)
                 failure?.overlay(on: &status)
                 return (status, status.exists ? DiskUseInfo(AccountDiskUse.of(account, in: root)) : nil)
             }
+            // The version it is at (its header: the migration is not committed yet), and
+            // `target` the one it migrates to.
             let status = AccountStatus(
-                account: account, exists: true, version: nil, target: store.targetVersion, state: .migrating,
+                account: account, exists: true, version: store.headerVersion(account), target: store.targetVersion, state: .migrating,
                 sizeBytes: store.sizeOnDisk(account))
             return (status, DiskUseInfo(AccountDiskUse.of(account, in: root)))
         }
@@ -102,7 +104,7 @@ extension SwitchService {
     /// Only the accounts `include` allows are listed (a non-admin's readable ones).
     func list(details: Bool, include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> [ListEntry] {
         let (store, board) = (stores.current, board)
-        let failures = failedAccounts.all(underBundle: store.bundle.fingerprint)
+        let failures = failedAccounts.all()
         return try await pool.run {
             let locks = details ? OtherProcessLocks.read() : nil
             return store.root.accountNames().filter(include).map { account in

@@ -157,9 +157,17 @@ final class SwitchService: Sendable {
     /// makes active is never left below the bundle in force without a word: if that second
     /// open fails, the account stays active at the version the first reached, and `Status`
     /// says `failed` with the error.
+    /// When a reload withdrew the bundle the open ran under (its migration stopped and rolled
+    /// back), the account is opened under the bundle now in force instead.
     func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
-        let (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
-            try await commit(account, version: outcome.version, mode: mode)
+        let (outcome, committed, store): (OpenOutcome, (previous: AccountName?, made: Bool), AccountStore)
+        do {
+            (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
+                try await commit(account, version: outcome.version, mode: mode)
+            }
+        } catch let failure as AccountdError where failure.kind == .withdrawn && !stores.current.isWithdrawn {
+            logger.notice("\(failure.message); opening it under bundle version \(stores.current.targetVersion) now", metadata: ["account": "\(account)"])
+            return try await switchTo(account, create: create, commit: mode, progress: progress)
         }
         let switched = Switched(outcome: outcome, previous: committed.previous, committed: committed.made)
         guard committed.made else { return switched }
@@ -239,8 +247,8 @@ final class SwitchService: Sendable {
             if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
             return result
-        } catch var failure as AccountdError where failure.kind == .interrupted {
-            // Stopped by the shutdown, rolled back: not the account's failure.
+        } catch var failure as AccountdError where failure.kind == .interrupted || failure.kind == .withdrawn {
+            // Stopped by the shutdown, or by a reload that withdrew the bundle; rolled back: not the account's failure.
             if failure.account == nil { failure.account = account.rawValue }
             throw failure
         } catch {

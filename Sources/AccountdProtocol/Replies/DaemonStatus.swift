@@ -1,6 +1,6 @@
 /// The reply to `Status` without an account: the active account and the daemon's state.
 public struct DaemonStatus: ReplyModel {
-    enum Key: String { case active, state, version, bundleVersion, problem, migrationsRunning, oldestMigrationSeconds }
+    enum Key: String { case active, state, version, bundleVersion, problem, migrationsRunning, oldestMigrationSeconds, bundleCheckSeconds }
 
     /// The daemon's states, as `state` names them.
     public enum State: String, Sendable, CaseIterable {
@@ -42,6 +42,9 @@ public struct DaemonStatus: ReplyModel {
     public var migrationsRunning: Int?
     /// How long the oldest of them has run, in whole seconds; left out with them.
     public var oldestMigrationSeconds: Int?
+    /// While a reload checks a new bundle (its migrations run on an empty database): how long
+    /// the check has run, in whole seconds; the key is left out when no reload runs.
+    public var bundleCheckSeconds: Int?
 
     /// ``state`` as a ``State``; nil for a state this client does not know (from a newer daemon).
     public var condition: State? { State(rawValue: state) }
@@ -63,6 +66,7 @@ public struct DaemonStatus: ReplyModel {
         problem = try reader.optionalString(Key.problem)
         migrationsRunning = try reader.optionalInt(Key.migrationsRunning)
         oldestMigrationSeconds = try reader.optionalInt(Key.oldestMigrationSeconds)
+        bundleCheckSeconds = try reader.optionalInt(Key.bundleCheckSeconds)
     }
 
     public var parameters: JSONValue {
@@ -74,6 +78,7 @@ public struct DaemonStatus: ReplyModel {
         object.addIfPresent(Key.problem, problem.map { .string($0) })
         object.addIfPresent(Key.migrationsRunning, migrationsRunning.map(JSONValue.init))
         object.addIfPresent(Key.oldestMigrationSeconds, oldestMigrationSeconds.map(JSONValue.init))
+        object.addIfPresent(Key.bundleCheckSeconds, bundleCheckSeconds.map(JSONValue.init))
         return object.value
     }
 }

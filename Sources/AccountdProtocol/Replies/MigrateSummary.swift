@@ -7,9 +7,12 @@ public struct MigrateSummary: ReplyModel {
         case canary
         /// `maxFailures` accounts failed.
         case maxFailures
+        /// A reload withdrew the bundle the rollout ran under (``MigrateSummary/withdrawnVersion``):
+        /// its running migrations rolled back, and no further account began.
+        case withdrawn
     }
 
-    enum Key: String { case count, migrated, created, restored, current, failed, skipped, stopped, results }
+    enum Key: String { case count, migrated, created, restored, current, failed, skipped, stopped, results, withdrawnVersion, bundleVersion }
 
     /// How many accounts were asked for.
     public var count: Int
@@ -26,6 +29,10 @@ public struct MigrateSummary: ReplyModel {
     public var stopped: Stop?
     /// Every account's result when the request did not stream them; nil when it did.
     public var results: [MigrateResult]?
+    /// With ``Stop/withdrawn``: the version of the bundle the rollout ran under, which a reload withdrew.
+    public var withdrawnVersion: Int?
+    /// With ``Stop/withdrawn``: the version of the bundle in force when the rollout ended.
+    public var bundleVersion: Int?
 
     public init(
         count: Int, migrated: Int, current: Int, failed: Int, skipped: Int = 0, stopped: Stop? = nil, results: [MigrateResult]? = nil,
@@ -53,13 +60,15 @@ public struct MigrateSummary: ReplyModel {
         skipped = try reader.int(Key.skipped)
         if let stop = try reader.optionalString(Key.stopped) {
             guard let known = Stop(rawValue: stop) else {
-                throw ReplyDecodingError(model: "Migrate", key: Key.stopped.rawValue, expected: "canary or maxFailures", found: stop)
+                throw ReplyDecodingError(model: "Migrate", key: Key.stopped.rawValue, expected: "canary, maxFailures or withdrawn", found: stop)
             }
             stopped = known
         } else {
             stopped = nil
         }
         results = reader.has(Key.results) ? try reader.array(Key.results, MigrateResult.init) : nil
+        withdrawnVersion = try reader.optionalInt(Key.withdrawnVersion)
+        bundleVersion = try reader.optionalInt(Key.bundleVersion)
     }
 
     public var parameters: JSONValue {
@@ -73,6 +82,8 @@ public struct MigrateSummary: ReplyModel {
         object.add(Key.skipped, JSONValue(skipped))
         object.addIfPresent(Key.stopped, stopped.map { .string($0.rawValue) })
         object.addIfPresent(Key.results, results.map { .array($0.map(\.parameters)) })
+        object.addIfPresent(Key.withdrawnVersion, withdrawnVersion.map { JSONValue($0) })
+        object.addIfPresent(Key.bundleVersion, bundleVersion.map { JSONValue($0) })
         return object.value
     }
 }

@@ -62,6 +62,8 @@ cost() {
 echo "accountd at $BIN, $COUNT requests of each kind after $WARMUP to warm up, one client"
 cost "Ping" ping
 cost "Status" status
+# A Status of an account reads /proc/locks, which lists every lock on the machine: its cost grows with them.
+echo "locks on the machine (/proc/locks): $(wc -l </proc/locks)"
 cost "Status {account}" "status alice"
 cost "Get" "get user theme"
 cost "Set" 'set user theme "dark"'

@@ -194,6 +194,10 @@ extension String: JSONTextOutput {
 }
 
 extension Array: JSONTextOutput where Element == UInt8 {
-    mutating func appendJSON(_ text: String) { append(contentsOf: text.utf8) }
+    mutating func appendJSON(_ text: String) {
+        // Copied whole from the string's contiguous UTF-8 (a small one's from the stack).
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
+    }
     mutating func appendJSON(_ scalar: Unicode.Scalar) { append(contentsOf: String(scalar).utf8) }
 }

@@ -34,14 +34,17 @@ public struct OtherProcessLocks: Sendable {
         guard fd >= 0 else { return OtherProcessLocks(inodes: []) }
         defer { close(fd) }
         var text: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return OtherProcessLocks(inodes: []) }
-            if count == 0 { break }
-            text.append(contentsOf: chunk[..<count])
+        // Read through a buffer on the stack, never zeroed: only what `read` filled is copied.
+        let complete = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16 * 1024) { chunk in
+            while true {
+                let count = Glibc.read(fd, chunk.baseAddress, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { return false }
+                if count == 0 { return true }
+                text.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<count]))
+            }
         }
+        guard complete else { return OtherProcessLocks(inodes: []) }
         return text.withUnsafeBufferPointer { parse($0, ownPID: getpid()) }
     }
 

@@ -55,13 +55,15 @@ cost() {
     rm -f "$work"/callgrind.out.*.[0-9]*
     callgrind_control -d "$pid" >/dev/null
     local total
-    total=$(cat "$work"/callgrind.out.*.[0-9]* 2>/dev/null | awk '/^totals:/ { t += $2 } /^summary:/ { s += $2 } END { print (t > 0 ? t : s) + 0 }')
+    total=$(cat "$work"/callgrind.out.*.[0-9]* 2>/dev/null | awk '/^totals:/ { t += $2 } /^summary:/ { s += $2 } END { printf "%.0f\n", (t > 0 ? t : s) }')
     printf '%-18s %10.0f instructions per request (%s requests, %s errors)\n' "$name" "$(echo "$total / $COUNT" | bc -l)" \
         "$(echo "$out" | sed -n 's/.*requests=\([0-9]*\).*/\1/p')" "$(echo "$out" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')"
 }
 echo "accountd at $BIN, $COUNT requests of each kind after $WARMUP to warm up, one client"
 cost "Ping" ping
 cost "Status" status
+# A Status of an account reads /proc/locks, which lists every lock on the machine: its cost grows with them.
+echo "locks on the machine (/proc/locks): $(wc -l </proc/locks)"
 cost "Status {account}" "status alice"
 cost "Get" "get user theme"
 cost "Set" 'set user theme "dark"'

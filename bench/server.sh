@@ -15,7 +15,8 @@
 # measures that build, the baseline, beside this tree's release build: every measurement
 # of accountd runs on both, one right after the other (baseline first in odd rounds, current
 # first in even ones), BENCH_ROUNDS times (default 3), and a last table gives each figure's
-# median per build and the ratio current / baseline.
+# median per build and the ratio current / baseline. ACCOUNTD_BIN=DIR measures the build in
+# DIR as the current one instead of building this tree (accountctl is needed for section 3 only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-5}
@@ -23,13 +24,18 @@ ONLY=${BENCH_ONLY:-1 2 3 4 5 6}   # which sections to run, e.g. BENCH_ONLY="1 2"
 REPEATS=${BENCH_REPEATS:-3}       # section 5: runs of each mode, whose median is reported
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 bash scripts/install-deps.sh redis-server bc >/dev/null
-swift build -c release >/dev/null
+if [ -z "${ACCOUNTD_BIN:-}" ]; then
+    swift build -c release >/dev/null
+    ACCOUNTD_BIN=$(swift build -c release --show-bin-path)
+fi
 # The builds measured, and the folder of each one's binaries.
-declare -A BIN=([current]="$(swift build -c release --show-bin-path)")
+declare -A BIN=([current]="$(cd "$ACCOUNTD_BIN" && pwd)")
 builds=(current)
 ROUNDS=1
 if [ -n "${ACCOUNTD_BASELINE:-}" ]; then
-    for tool in accountd accountctl; do
+    tools=(accountd)
+    if want 3; then tools+=(accountctl); fi
+    for tool in "${tools[@]}"; do
         [ -x "$ACCOUNTD_BASELINE/$tool" ] || { echo "ACCOUNTD_BASELINE=$ACCOUNTD_BASELINE has no executable $tool: point it at the folder of the baseline build's accountd and accountctl" >&2; exit 2; }
     done
     BIN[baseline]=$(cd "$ACCOUNTD_BASELINE" && pwd)

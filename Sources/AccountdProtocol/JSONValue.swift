@@ -94,43 +94,57 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 extension JSONValue {
     /// Compact JSON text.
     public func serialized() -> String {
-        var out = ""
-        write(to: &out)
-        return out
+        // Gathered as bytes, then made a string once: cheaper than growing a `String`.
+        var out: [UInt8] = []
+        emit(to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends compact JSON text to `out`.
-    public func write(to out: inout String) {
+    public func write(to out: inout String) { emit(to: &out) }
+
+    /// Appends compact JSON text to `out` as UTF-8 bytes, the same text as the `String`
+    /// form gives: a reply on its way to a socket is written this way, without the cost of
+    /// growing a `String` piece by piece.
+    public func write(to out: inout [UInt8]) { emit(to: &out) }
+
+    /// Appends `s` as a JSON string literal.
+    public static func writeString(_ s: String, to out: inout String) { emitString(s, to: &out) }
+
+    /// Appends `s` as a JSON string literal, as UTF-8 bytes.
+    public static func writeString(_ s: String, to out: inout [UInt8]) { emitString(s, to: &out) }
+
+    /// The one serialiser behind both kinds of output.
+    func emit(to out: inout some JSONTextOutput) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+        case .null: out.appendJSON("null")
+        case .bool(let b): out.appendJSON(b ? "true" : "false")
+        case .int(let i): out.appendJSON(String(i))
         case .double(let d):
             // Swift prints the shortest text that reads back as the same Double, and keeps
             // "1.0" a real. JSON has no NaN or infinity.
-            out += d.isFinite ? String(d) : "null"
-        case .string(let s): Self.writeString(s, to: &out)
+            out.appendJSON(d.isFinite ? String(d) : "null")
+        case .string(let s): Self.emitString(s, to: &out)
         case .array(let items):
-            out += "["
+            out.appendJSON("[")
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
-                item.write(to: &out)
+                if index > 0 { out.appendJSON(",") }
+                item.emit(to: &out)
             }
-            out += "]"
+            out.appendJSON("]")
         case .object(let pairs):
-            out += "{"
+            out.appendJSON("{")
             for (index, (key, value)) in pairs.enumerated() {
-                if index > 0 { out += "," }
-                Self.writeString(key, to: &out)
-                out += ":"
-                value.write(to: &out)
+                if index > 0 { out.appendJSON(",") }
+                Self.emitString(key, to: &out)
+                out.appendJSON(":")
+                value.emit(to: &out)
             }
-            out += "}"
+            out.appendJSON("}")
         }
     }
 
-    /// Appends `s` as a JSON string literal.
-    public static func writeString(_ s: String, to out: inout String) {
+    static func emitString(_ s: String, to out: inout some JSONTextOutput) {
         // Most strings need no escaping: copy them whole. (0xE2 starts U+2028 and U+2029,
         // which are escaped for JavaScript's sake, so it takes the careful path.)
         let plain =
@@ -138,30 +152,52 @@ extension JSONValue {
                 !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }
             } ?? false
         if plain {
-            out += "\""
-            out += s
-            out += "\""
+            out.appendJSON("\"")
+            out.appendJSON(s)
+            out.appendJSON("\"")
             return
         }
-        out += "\""
+        out.appendJSON("\"")
         for scalar in s.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
+            case "\"": out.appendJSON("\\\"")
+            case "\\": out.appendJSON("\\\\")
+            case "\n": out.appendJSON("\\n")
+            case "\r": out.appendJSON("\\r")
+            case "\t": out.appendJSON("\\t")
+            case "\u{08}": out.appendJSON("\\b")
+            case "\u{0C}": out.appendJSON("\\f")
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\u{2028}" || scalar == "\u{2029}" {
                     let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    out.appendJSON("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
                 } else {
-                    out.unicodeScalars.append(scalar)
+                    out.appendJSON(scalar)
                 }
             }
         }
-        out += "\""
+        out.appendJSON("\"")
     }
+}
+
+/// Where ``JSONValue`` writes its text: a `String`, or UTF-8 bytes.
+protocol JSONTextOutput {
+    /// Appends `text`.
+    mutating func appendJSON(_ text: String)
+    /// Appends one scalar.
+    mutating func appendJSON(_ scalar: Unicode.Scalar)
+}
+
+extension String: JSONTextOutput {
+    mutating func appendJSON(_ text: String) { self += text }
+    mutating func appendJSON(_ scalar: Unicode.Scalar) { unicodeScalars.append(scalar) }
+}
+
+extension Array: JSONTextOutput where Element == UInt8 {
+    mutating func appendJSON(_ text: String) {
+        // Copied whole from the string's contiguous UTF-8 (a small one's from the stack).
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
+    }
+    mutating func appendJSON(_ scalar: Unicode.Scalar) { append(contentsOf: String(scalar).utf8) }
 }

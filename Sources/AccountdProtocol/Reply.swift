@@ -39,17 +39,23 @@ public struct Reply: Sendable {
     }
 
     /// Appends the reply's line to `out`.
-    public func encode(into out: inout String) {
-        out += "{"
+    public func encode(into out: inout String) { emit(to: &out) }
+
+    /// Appends the reply's line to `out` as UTF-8 bytes (the same text as the `String` form):
+    /// how a connection gathers its replies.
+    public func encode(into out: inout [UInt8]) { emit(to: &out) }
+
+    private func emit(to out: inout some JSONTextOutput) {
+        out.appendJSON("{")
         if let error {
-            out += "\"error\":"
-            JSONValue.writeString(error.rawValue, to: &out)
-            out += ","
+            out.appendJSON("\"error\":")
+            JSONValue.emitString(error.rawValue, to: &out)
+            out.appendJSON(",")
         }
-        out += "\"parameters\":"
-        parameters.write(to: &out)
-        if continues { out += ",\"continues\":true" }
-        out += "}\n"
+        out.appendJSON("\"parameters\":")
+        parameters.emit(to: &out)
+        if continues { out.appendJSON(",\"continues\":true") }
+        out.appendJSON("}\n")
     }
 
     /// The human message of an error reply.

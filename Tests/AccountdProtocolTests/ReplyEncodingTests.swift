@@ -18,6 +18,31 @@ struct ReplyEncodingTests {
     ])
     func encoded(reply: Reply, expected: String) {
         #expect(Array(reply.encoded().utf8) == Array(expected.utf8))
+        // The bytes a connection gathers are the same text.
+        var bytes: [UInt8] = [0x78]
+        reply.encode(into: &bytes)
+        #expect(bytes == [0x78] + Array(expected.utf8))
+    }
+
+    @Test func theBytesAndTheStringFormsAreTheSameText() {
+        let values: [JSONValue] = [
+            .null, true, .int(Int64.min), .double(0.1), .double(-2.5e-300), .double(.nan), "",
+            .string("q\" b\\ n\n r\r t\t \u{08}\u{0C}\u{0}\u{7F}\u{2028}\u{2029} é ✓ 😀 \u{E2}x"),
+            [1, "a", nil, [.object([])]], .object([("k\"ey", "v"), ("n", ["deep": [3.25, false]])]),
+        ]
+        for value in values {
+            var text = ""
+            value.write(to: &text)
+            var bytes: [UInt8] = []
+            value.write(to: &bytes)
+            #expect(bytes == Array(text.utf8), "\(text)")
+            #expect(value.serialized() == text)
+            var quoted: [UInt8] = []
+            JSONValue.writeString(text, to: &quoted)
+            var quotedText = ""
+            JSONValue.writeString(text, to: &quotedText)
+            #expect(quoted == Array(quotedText.utf8))
+        }
     }
 
     @Test func anErrorReplyNeverContinues() {

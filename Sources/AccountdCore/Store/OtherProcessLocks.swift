@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The files another process holds locked against readers, as the kernel lists them
 /// (`/proc/locks`), read once for a whole census.
 ///
@@ -20,25 +24,61 @@ public struct OtherProcessLocks: Sendable {
     static let sharedSize: UInt64 = 510
 
     /// Reads `/proc/locks` now; none where it cannot be read.
+    ///
+    /// The file lists every lock on the machine (each SQLite reader elsewhere has some), and a
+    /// `Status` of an account reads it each time: it is read and parsed as bytes, with no
+    /// string or array made per line (as `String` and `split` it cost ten times the rest of
+    /// the request with a hundred locks on the machine).
     public static func read() -> OtherProcessLocks {
-        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return OtherProcessLocks(inodes: []) }
-        return parse(text, ownPID: getpid())
+        let fd = open("/proc/locks", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return OtherProcessLocks(inodes: []) }
+        defer { close(fd) }
+        var text: [UInt8] = []
+        // Read through a buffer on the stack, never zeroed: only what `read` filled is copied.
+        let complete = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16 * 1024) { chunk in
+            while true {
+                let count = Glibc.read(fd, chunk.baseAddress, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { return false }
+                if count == 0 { return true }
+                text.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<count]))
+            }
+        }
+        guard complete else { return OtherProcessLocks(inodes: []) }
+        return text.withUnsafeBufferPointer { parse($0, ownPID: getpid()) }
     }
 
     /// The locks in `text`, in `/proc/locks`' format (`1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF`),
     /// leaving out those of `ownPID` and the waiters (`->`).
     static func parse(_ text: String, ownPID: Int32) -> OtherProcessLocks {
+        Array(text.utf8).withUnsafeBufferPointer { parse($0, ownPID: ownPID) }
+    }
+
+    /// The locks in the UTF-8 `text` of `/proc/locks` (see the `String` form).
+    static func parse(_ text: UnsafeBufferPointer<UInt8>, ownPID: Int32) -> OtherProcessLocks {
         var inodes: Set<UInt64> = []
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 8, fields[1] != "->", fields[3] == "WRITE", Int32(fields[4]) != ownPID,
-                let inode = fields[5].split(separator: ":").last.flatMap({ UInt64($0) }),
-                let start = UInt64(fields[6])
-            else { continue }
-            let end = fields[7] == "EOF" ? UInt64.max : UInt64(fields[7]) ?? UInt64.max
-            if start < sharedFirst + sharedSize && end >= sharedFirst { inodes.insert(inode) }
+        var start = 0
+        while start < text.count {
+            var end = start
+            while end < text.count && text[end] != UInt8(ascii: "\n") { end += 1 }
+            if let inode = lockedInode(LockLine(text: text, position: start, end: end), ownPID: ownPID) { inodes.insert(inode) }
+            start = end + 1
         }
         return OtherProcessLocks(inodes: inodes)
+    }
+
+    /// The inode of the line's lock when it is a write lock of another process, not waiting,
+    /// on SQLite's shared-lock range; nil otherwise or when the line has fewer than eight fields.
+    private static func lockedInode(_ line: LockLine, ownPID: Int32) -> UInt64? {
+        var line = line
+        guard line.field() != nil, let kind = line.field(), line.field() != nil, let access = line.field(), let pid = line.field(),
+            let device = line.field(), let first = line.field(), let last = line.field()
+        else { return nil }
+        guard !line.is(kind, "->"), line.is(access, "WRITE"), line.integer(pid).flatMap({ Int32(exactly: $0) }) != ownPID,
+            let inode = line.inode(device), let start = line.integer(first).flatMap({ UInt64(exactly: $0) })
+        else { return nil }
+        let end = line.is(last, "EOF") ? UInt64.max : line.integer(last).flatMap({ UInt64(exactly: $0) }) ?? UInt64.max
+        return start < sharedFirst + sharedSize && end >= sharedFirst ? inode : nil
     }
 
     /// Whether another process holds the file at `path` locked against readers.
@@ -51,5 +91,62 @@ public struct OtherProcessLocks: Sendable {
     func holds(_ stamp: FileStamp?) -> Bool {
         guard let stamp else { return false }
         return inodes.contains(stamp.inode)
+    }
+}
+
+/// One line of `/proc/locks`, read field by field (fields are separated by spaces).
+private struct LockLine {
+    let text: UnsafeBufferPointer<UInt8>
+    var position: Int
+    let end: Int
+
+    /// The next field, or nil at the end of the line.
+    mutating func field() -> Range<Int>? {
+        while position < end && text[position] == UInt8(ascii: " ") { position += 1 }
+        guard position < end else { return nil }
+        let start = position
+        while position < end && text[position] != UInt8(ascii: " ") { position += 1 }
+        return start..<position
+    }
+
+    /// Whether `field` is exactly `word`.
+    func `is`(_ field: Range<Int>, _ word: StaticString) -> Bool {
+        guard field.count == word.utf8CodeUnitCount else { return false }
+        for offset in 0..<field.count where text[field.lowerBound + offset] != word.utf8Start[offset] { return false }
+        return true
+    }
+
+    /// `field` as a decimal number with an optional sign, as `Int64(_:)` reads it; nil if it is not one.
+    func integer(_ field: Range<Int>) -> Int64? {
+        var index = field.lowerBound
+        var negative = false
+        if index < field.upperBound, text[index] == UInt8(ascii: "-") || text[index] == UInt8(ascii: "+") {
+            negative = text[index] == UInt8(ascii: "-")
+            index += 1
+        }
+        guard index < field.upperBound else { return nil }
+        var value: Int64 = 0
+        while index < field.upperBound {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = negative ? times.subtractingReportingOverflow(Int64(digit)) : times.addingReportingOverflow(Int64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+            index += 1
+        }
+        return value
+    }
+
+    /// The inode of a `MAJOR:MINOR:INODE` field: its last part that is not empty, as a number.
+    func inode(_ field: Range<Int>) -> UInt64? {
+        var last: Range<Int>?
+        var start = field.lowerBound
+        for index in field where text[index] == UInt8(ascii: ":") {
+            if index > start { last = start..<index }
+            start = index + 1
+        }
+        if start < field.upperBound { last = start..<field.upperBound }
+        return last.flatMap { integer($0) }.flatMap { UInt64(exactly: $0) }
     }
 }

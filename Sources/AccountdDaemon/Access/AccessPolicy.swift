@@ -79,7 +79,7 @@ public struct AccessPolicy: Sendable {
 
     /// Throws `PermissionDenied` when `peer` may not make a call of `method` that needs `need`.
     public func check(_ need: Need, for method: Method, peer: PeerCredentials) throws(ProtocolError) {
-        let facts: [(String, JSONValue)] = [("method", .string(method.qualifiedName))]
+        // The facts are made only for a refusal: every request is checked, few are refused.
         switch need {
         case .anyone:
             return
@@ -91,7 +91,7 @@ public struct AccessPolicy: Sendable {
                 method.requiresAdmin
                     ? "\(method.rawValue) is for \(who) only; you are uid \(peer.uid)"
                     : "\(method.rawValue) is for \(who) and for the users and groups that access.grants gives access to the account; no grant is for uid \(peer.uid)",
-                facts: facts)
+                facts: [("method", .string(method.qualifiedName))])
         case .read(let account), .write(let account):
             guard let account else { return }
             let wanted: AccessGrant.Level = if case .write = need { .write } else { .read }
@@ -99,7 +99,7 @@ public struct AccessPolicy: Sendable {
             throw ProtocolError(
                 .permissionDenied,
                 "\(method.rawValue) on account \(account) needs \(wanted.rawValue) access to it, which no grant in access.grants gives uid \(peer.uid); ask an admin for a grant",
-                facts: facts + [("account", .string(account.rawValue))])
+                facts: [("method", .string(method.qualifiedName)), ("account", .string(account.rawValue))])
         }
     }
 }

@@ -27,10 +27,8 @@ struct ReplySink: ExportSink {
     }
 
     mutating func sql(_ text: String) throws {
-        var string = ""
-        JSONValue.writeString(text, to: &string)
         buffer.append(contentsOf: Self.sqlPrefix)
-        buffer.append(contentsOf: string.utf8)
+        JSONValue.writeString(text, to: &buffer)
         buffer.append(UInt8(ascii: "}"))
         buffer.append(contentsOf: Self.suffix)
     }

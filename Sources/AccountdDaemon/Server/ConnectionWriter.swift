@@ -40,8 +40,9 @@ final class ConnectionWriter {
     let executor: EventLoopExecutor
     /// The client's side; nil once the connection is gone.
     private var output: (any ReplyOutput)?
-    /// Replies not yet written.
-    private var pending = ""
+    /// Replies not yet written, as UTF-8 (gathered as bytes: growing a `String` piece by
+    /// piece cost more than encoding the reply).
+    private var pending: [UInt8] = []
     private var flushScheduled = false
     /// Called on ``loop`` when a request that is answered later (``Dispatcher/Response/running``) has ended.
     var requestEnded: () -> Void = {}
@@ -74,7 +75,7 @@ final class ConnectionWriter {
     }
 
     /// How many bytes are pending.
-    var pendingBytes: Int { pending.utf8.count }
+    var pendingBytes: Int { pending.count }
 
     /// Writes what is pending now.
     ///
@@ -90,9 +91,9 @@ final class ConnectionWriter {
             promise?.succeed()
             return
         }
-        let buffer = ByteBuffer(string: pending)
+        let buffer = ByteBuffer(bytes: pending)
         // Keep a small buffer for the next replies; give a large one (an unusual burst) back.
-        pending.removeAll(keepingCapacity: pending.utf8.count <= 16 * 1024)
+        pending.removeAll(keepingCapacity: pending.count <= 16 * 1024)
         output.write(buffer, promise: promise)
     }
 
@@ -120,7 +121,7 @@ final class ConnectionWriter {
     /// once when ``flushThreshold`` bytes are pending.
     func flushSoon() {
         guard !pending.isEmpty, !flushScheduled else { return }
-        if pending.utf8.count >= Self.flushThreshold {
+        if pending.count >= Self.flushThreshold {
             flush()
             return
         }

@@ -68,29 +68,27 @@ extension SwitchService {
         hub.publish(.watched(.failed(.init(account: account.rawValue, error: name, message: message, version: failure?.fromVersion))))
     }
 
-    /// One account's status; never waits for a migration. Every look at the disk (an
-    /// `lstat` included) is on the blocking pool, never on the caller's event loop.
-    func accountStatus(_ account: AccountName) async throws -> AccountStatus {
+    /// One account's status and, when it exists, what it takes on disk, part by part
+    /// (`lstat` only: no file is opened); never waits for a migration. Every look at the
+    /// disk (an `lstat` included) is on the blocking pool, never on the caller's event loop,
+    /// in one trip there for both.
+    func accountStatus(_ account: AccountName) async throws -> (status: AccountStatus, disk: DiskUseInfo?) {
         let store = stores.current
+        let root = root
         let (board, failure) = (board, failedAccounts.failure(of: account))
         return try await pool.run {
             guard board.isMigrating(account) else {
                 var status = store.status(account)
                 failure?.overlay(on: &status)
-                return status
+                return (status, status.exists ? DiskUseInfo(AccountDiskUse.of(account, in: root)) : nil)
             }
             // The version it is at (its header: the migration is not committed yet), and
             // `target` the one it migrates to.
-            return AccountStatus(
+            let status = AccountStatus(
                 account: account, exists: true, version: store.headerVersion(account), target: store.targetVersion, state: .migrating,
                 sizeBytes: store.sizeOnDisk(account))
+            return (status, DiskUseInfo(AccountDiskUse.of(account, in: root)))
         }
-    }
-
-    /// What `account` takes on disk, part by part (`lstat` only: no file is opened).
-    func diskUse(_ account: AccountName) async throws -> DiskUseInfo {
-        let root = root
-        return try await pool.run { DiskUseInfo(AccountDiskUse.of(account, in: root)) }
     }
 
     /// Every account's name, in order.

@@ -14,7 +14,7 @@ public enum ReplicaAddress {
     /// cut a URL there); a user name or password (the text before the last `@`, when a `:`
     /// comes before any `/`, `?`, `#` or `@`) holding `/`, `?` or `#` unencoded.
     public static func problem(in text: String) -> String? {
-        guard let scheme = text.range(of: "://"), scheme.lowerBound > text.startIndex else {
+        guard let scheme = schemeSeparator(in: text), scheme.lowerBound > text.startIndex else {
             return "it is not a URL Litestream takes (no scheme://), e.g. file:///srv/replica/accounts or s3://bucket/accounts"
         }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F || $0 == "\"" || $0 == "'" }) {
@@ -44,7 +44,7 @@ public enum ReplicaAddress {
     ///
     /// So a URL that differs from the base only in such spelling counts as that base.
     public static func storeIdentity(_ text: String) -> String {
-        guard let schemeRange = text.range(of: "://") else { return text.lowercased() }
+        guard let schemeRange = schemeSeparator(in: text) else { return text.lowercased() }
         let scheme = text[..<schemeRange.lowerBound].lowercased()
         var rest = text[schemeRange.upperBound...]
         // The user name and password: up to the last '@' of the authority, which ends at the
@@ -96,5 +96,15 @@ public enum ReplicaAddress {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Where the first `://` of `text` lies; nil without one. (No Foundation here.)
+    static func schemeSeparator(in text: String) -> Range<String.Index>? {
+        var index = text.startIndex
+        while index < text.endIndex {
+            if text[index...].hasPrefix("://") { return index..<text.index(index, offsetBy: 3) }
+            index = text.index(after: index)
+        }
+        return nil
     }
 }

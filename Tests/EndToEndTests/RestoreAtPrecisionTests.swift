@@ -35,7 +35,7 @@ struct RestoreAtPrecisionTests {
         try #require(first.status == 0, "\(first.stdout) \(first.stderr) \(a.daemon.log.suffix(2000))")
         #expect(try ReplicationTests.get(client, "word", account: "alice") == "one")
         let reported = try #require(try JSONParser.parse(first.stdout)["at"]?.stringValue, "\(first.stdout)")
-        let at = try #require(ObjectStoreReplicationTests.date(reported), reported)
+        let at = try #require(ObjectStoreReplicationTests.date(reported), "\(reported)")
         // The state holds a write made after `before`: its time is not earlier than that.
         #expect(at >= before.addingTimeInterval(-0.001) && at <= asked, "written after \(ObjectStoreReplicationTests.rfc3339(before)), reported \(reported)")
 

@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdProtocol
 import Configuration
 import Foundation
 import Logging

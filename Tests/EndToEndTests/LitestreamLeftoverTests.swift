@@ -40,6 +40,7 @@ import Testing
         try Self.writeSlowLitestream(at: program)
         var environment = E2E.replicationEnvironment(replica: "sftp://backup:\(Self.password)@127.0.0.1:1/accountd", runDirectory: dir.sub("run"))
         environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = program
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
         let daemon = try E2E.daemon(directory: dir.sub("host"), environment: environment)
         let tmp = daemon.dataRoot + "/tmp"
         let pull = try E2E.spawning {

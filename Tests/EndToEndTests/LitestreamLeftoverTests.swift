@@ -10,14 +10,16 @@ import Testing
 @Suite struct LitestreamLeftoverTests {
     static let password = "S3cret"
 
-    /// A `litestream` stand-in for a restore from a slow store: it records its pid, waits
-    /// three seconds, then writes its output file (`-o`) and fails.
+    /// A `litestream` stand-in for a restore of alice from a slow store: it records its pid,
+    /// waits three seconds, then writes its output file (`-o`) and fails. Anything else (the
+    /// start-up's look for device.sqlite) fails at once.
     static func writeSlowLitestream(at path: String) throws {
         try Files.write(
             """
             #!/bin/sh
             out=""
             while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
+            case "$out" in *.alice.sqlite.pulling) ;; *) echo 'store unreachable' >&2; exit 1 ;; esac
             echo $$ > \(path).pid
             i=0
             while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done

@@ -27,6 +27,17 @@ public enum Daemon {
         defer { _ = lock }
         // Leftovers of exports that were interrupted by a crash (never through a link).
         do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        // Leftovers of Litestream commands of an earlier run that died without its shutdown:
+        // children still running, configurations holding the replica's password, staging files.
+        do {
+            let left = try root.clearLitestreamLeftovers()
+            if !left.stopped.isEmpty || left.removed > 0 {
+                logger.notice(
+                    "start-up: an earlier accountd on this data root died during Litestream commands; stopped \(left.stopped.count) litestream child(ren) it left running and removed \(left.removed) file(s) they used")
+            }
+        } catch {
+            logger.warning("\(error)")
+        }
         root.ensureTemporaryFolder()
         let bundle = try loadBundle(settings, logger: logger)
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))

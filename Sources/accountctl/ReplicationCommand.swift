@@ -13,7 +13,8 @@ struct ReplicationCommand: AsyncParsableCommand {
             in the replica yet. An account the replica has not caught up with for longer than \
             a few sync intervals is `behind` (a store that takes no uploads), and the command \
             then fails (exit status 1); so is one never uploaded (LAST SYNC `never uploaded`) whose \
-            newest change is older than that. With replication off it says so; with Litestream not \
+            newest change is older than that. The last row, device.sqlite, is the device-wide \
+            preferences' file, which counts the same. With replication off it says so; with Litestream not \
             running or not answering it says so and fails (exit status 1).
             """)
 
@@ -33,7 +34,8 @@ struct ReplicationCommand: AsyncParsableCommand {
         }
         print("Replica: \(replica)")
         if !reply.litestream { print("Litestream is not answering on its control socket: is accountd-litestream running?") }
-        let rows = reply.accounts.map { entry in
+        // device.sqlite (device-wide preferences) replicates beside the accounts, on the last row.
+        let rows = (reply.accounts + [reply.device].compactMap { $0 }).map { entry in
             [
                 entry.account, entry.replicated ? "yes" : "no", entry.status,
                 entry.secondsBehind.map { String(format: "%.1fs", $0) } ?? "-", entry.lastSyncAt ?? (entry.replicated ? "never uploaded" : "-"),
@@ -46,6 +48,11 @@ struct ReplicationCommand: AsyncParsableCommand {
         }
         Table(headers: ["ACCOUNT", "REPLICATED", "STATUS", "BEHIND", "LAST SYNC"], rightAligned: [3], rows: rows).print()
         if let worst = reply.worstSecondsBehind { print(String(format: "Worst: %.1fs behind.", worst)) }
+        if (reply.accounts + [reply.device].compactMap { $0 }).contains(where: { $0.replicated && $0.lastSyncAt == nil && ($0.secondsBehind ?? 0) > (reply.lagThresholdSeconds ?? 5) }) {
+            print(
+                "Never uploaded: if the replica's URL changed, Litestream's local state must be reset: stop accountd-litestream, "
+                    + "remove accounts/.*.sqlite-litestream and .device.sqlite-litestream under the data root, start it again (docs/REPLICATION.md).")
+        }
         if reply.behind > 0 {
             let threshold = reply.lagThresholdSeconds.map { String(format: "%.0f s", $0) } ?? "a few seconds"
             throw ClientError.failed(

@@ -46,6 +46,7 @@ struct MigrateCommand: AsyncParsableCommand {
         for name in accounts {
             if let problem = AccountName.problem(in: name) { throw ValidationError("\(AccountName.quoted(name)): \(problem)") }
         }
+        if let replica, let problem = ReplicaAddress.problem(in: replica) { throw ValidationError("--replica cannot be used: \(problem)") }
     }
 
     func run() async throws {

@@ -32,7 +32,7 @@ struct PullCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let problem = AccountName.problem(in: account) { throw ValidationError("\(AccountName.quoted(account)): \(problem)") }
-        guard replica.contains("://") else { throw ValidationError("--replica is a URL Litestream takes, e.g. file:///srv/replica/accounts") }
+        if let problem = ReplicaAddress.problem(in: replica) { throw ValidationError("--replica cannot be used: \(problem)") }
     }
 
     func run() async throws {
@@ -49,6 +49,8 @@ struct PullCommand: AsyncParsableCommand {
                 throw ValidationError("\(error); use 'accountctl pull \(account)' to pull through the running daemon")
             }
             defer { _ = lock }
+            // What an earlier pull or daemon that died mid-command left (under the lock).
+            try root.clearLitestreamLeftovers()
             let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
             try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.

@@ -16,6 +16,9 @@ import Foundation
 ///   would be read without the WAL beside the first;
 /// - not the very file (same `st_dev` and `st_ino`) of a live account file or `device.sqlite`,
 ///   whatever the path (a bind mount of the single file has one link and no `-wal` beside it);
+/// - not locked by another process (`/proc/locks`, by device and inode): every SQLite
+///   connection in WAL mode locks its file, so a live database of another process (another
+///   accountd's account file, bind-mounted here with its WAL left behind) is refused;
 /// - without a non-empty `-wal` beside it: such a file's last transactions are in the WAL
 ///   and a copy of the main file alone would lose them;
 /// - not empty, and smaller than the space free in the data root (64 MiB kept free);
@@ -86,6 +89,11 @@ public final class ImportSource {
         if let live = Self.liveFile(sameAs: before, root: root) {
             throw refuse(
                 "is the same file (device \(before.st_dev), inode \(before.st_ino)) as the live file \(live) of the data root, reached by another path (a bind mount): it would be read without its WAL; export the account ('accountctl export') or copy it with 'sqlite3 FILE .backup COPY' first")
+        }
+        if let holder = OtherProcessLocks.holder(device: UInt64(before.st_dev), inode: UInt64(before.st_ino)) {
+            throw refuse(
+                "is held locked by another process (\(holder == -1 ? "one" : "pid \(holder)")): it is a live database there (an account file of another accountd, say), whose last transactions may be in a WAL this path does not show; "
+                    + "export it where it lives ('accountctl export', or 'sqlite3 FILE .backup COPY') and import the copy, or stop that process first")
         }
         if let caller, caller.uid != 0, caller.uid != getuid(), !Self.readable(before, by: caller) {
             throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")

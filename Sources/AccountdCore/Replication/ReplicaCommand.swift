@@ -127,9 +127,12 @@ public enum LitestreamTime {
     }
 
     /// `date` in RFC 3339, UTC, with milliseconds: what Litestream's `-timestamp` takes.
+    /// Rounded to the nearest millisecond first, so that 09.074 held as 09.07399999 stays 09.074.
     public static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let whole = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(fraction < 0 ? seconds - 1 : seconds)))
+        let digits = String(fraction < 0 ? fraction + 1000 : fraction)
+        return whole.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 }

@@ -21,7 +21,8 @@ public struct ReplicaTimeTravel: Sendable {
     public struct Fetched: Sendable {
         /// The staging file holding it.
         public var path: String
-        /// The time the state has: the newest timestamp among the files it was made of.
+        /// The time the state has, to the millisecond: the earliest time a restore gives it
+        /// (the newest of the files it was made of, as Litestream stamps them).
         public var at: Date
         /// The last Litestream transaction in it (hexadecimal, as Litestream prints it).
         public var txid: String?
@@ -54,19 +55,12 @@ public struct ReplicaTimeTravel: Sendable {
         let root = self.root
         try await blocking.run { try root.clearStaging(account, .rewinding) }
         do {
-            var timestamp = LitestreamTime.format(at)
-            var plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
-            if plan.parsed == nil, let earliest = try await earliestState(source: source, into: temp, on: blocking),
-                at >= earliest.time, at < earliest.restoredAt
-            {
-                // Litestream records times to the second and restores from whole files: a time
-                // from the earliest state's second (the one a refusal names) to the first time
-                // Litestream restores it at gets that state.
-                timestamp = LitestreamTime.format(earliest.restoredAt)
-                plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
-            }
+            let timestamp = LitestreamTime.format(at)
+            let plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
             let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
-            guard let stateTime = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
+            guard let printed = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
+            let stateTime = try await preciseTime(
+                of: plan.parsed?["max_txid"]?.stringValue, printed: printed, asked: at, source: source, into: temp, on: blocking)
             try await blocking.run { try root.clearStaging(account, .rewinding) }
             let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
             guard run.status == 0 else {
@@ -94,6 +88,29 @@ public struct ReplicaTimeTravel: Sendable {
         try? root.clearStaging(account, .rewinding)
     }
 
+    /// The time the state Litestream restores at `asked` really has, to the millisecond
+    /// Litestream compares times at: the earliest time at which a restore gives the same
+    /// transaction (`txid`, the plan's `max_txid`). Litestream prints its files' times cut to
+    /// the second (`printed`), while it stamps and compares them to the millisecond, so a state
+    /// holding a write of 09.387 has a time of 09.387, and a restore at 09.000 gives an older one.
+    ///
+    /// Found by dry runs (at most ten) between `printed`, cut to the second, and the earlier of
+    /// `asked` and the end of that second: a restore at the time reported gives this very state.
+    private func preciseTime(
+        of txid: String?, printed: Date, asked: Date, source: String, into temp: String, on blocking: some BlockingRunner
+    ) async throws -> Date {
+        guard let txid else { return printed }
+        var low = Int64((printed.timeIntervalSince1970).rounded(.down)) * 1000
+        var high = min(Int64((asked.timeIntervalSince1970 * 1000).rounded()), low + 999)
+        guard high > low else { return Date(timeIntervalSince1970: Double(max(low, high)) / 1000) }
+        while low < high {
+            let middle = low + (high - low) / 2
+            let plan = try await dryRun(LitestreamTime.format(Date(timeIntervalSince1970: Double(middle) / 1000)), source: source, into: temp, on: blocking)
+            if plan.parsed?["max_txid"]?.stringValue == txid { high = middle } else { low = middle + 1 }
+        }
+        return Date(timeIntervalSince1970: Double(low) / 1000)
+    }
+
     /// Litestream's dry run of a restore at `timestamp`: its JSON (nil when it refused: a time
     /// before the history, nothing in the replica, a store it cannot read) and its errors.
     private func dryRun(
@@ -104,41 +121,38 @@ public struct ReplicaTimeTravel: Sendable {
         return (plan.status == 0 ? try? JSONParser.parse(plan.output) : nil, plan.errors)
     }
 
-    /// The earliest time the replica can give `account` at, to the second as Litestream
-    /// records it (the whole second its first full state was written in); nil when the
-    /// replica holds nothing for it.
-    ///
-    /// A state can be rebuilt from a file that begins at the first transaction (a snapshot or
-    /// a compaction from the start); Litestream prints its times cut to the second, which is
-    /// also the time a restore reports (``Fetched/at``).
-    private func earliestTime(source: String, on blocking: some BlockingRunner) async throws -> Date? {
+    /// The second the replica's earliest files of the account were stamped in (a file that
+    /// begins at the first transaction: a snapshot or a compaction from the start); nil when
+    /// the replica holds nothing for it.
+    private func earliestSecond(source: String, on blocking: some BlockingRunner) async throws -> Date? {
         let files = try await command.files(source: source, redact: replica.redact, on: blocking)
         let starts = files.filter { UInt64($0.minTXID, radix: 16) == 1 }
         return (starts.isEmpty ? files : starts).map(\.timestamp).min().map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
     }
 
-    /// The replica's earliest state of the account: `time`, the second it has (what a restore
-    /// of it reports, ``Fetched/at``, and what a refusal names), and `restoredAt`, a time
-    /// Litestream restores it at. They differ when the files that hold it are stamped later
-    /// than the state (a compaction) or within the second after it. Nil when the replica holds
-    /// nothing for the account.
-    private func earliestState(source: String, into temp: String, on blocking: some BlockingRunner) async throws -> (time: Date, restoredAt: Date)? {
-        guard let start = try await earliestTime(source: source, on: blocking) else { return nil }
-        for candidate in [start, start.addingTimeInterval(1)] {
+    /// The earliest time the replica can give `account` at, to the millisecond
+    /// (``preciseTime(of:printed:asked:source:into:on:)``): what a refusal names, and what a
+    /// restore at it reports as `at`. Nil when the replica holds nothing for the account.
+    ///
+    /// Its files may be stamped later than the state (a compaction), so the first of the next
+    /// three seconds at which Litestream plans a restore bounds the search.
+    private func earliestState(source: String, into temp: String, on blocking: some BlockingRunner) async throws -> Date? {
+        guard let start = try await earliestSecond(source: source, on: blocking) else { return nil }
+        for candidate in [start, start.addingTimeInterval(1), start.addingTimeInterval(2)] {
             let plan = try await dryRun(LitestreamTime.format(candidate), source: source, into: temp, on: blocking)
             let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
-            if let state = files.max() {
-                return (Date(timeIntervalSince1970: state.timeIntervalSince1970.rounded(.down)), candidate)
+            if let printed = files.max() {
+                return try await preciseTime(of: plan.parsed?["max_txid"]?.stringValue, printed: printed, asked: candidate, source: source, into: temp, on: blocking)
             }
         }
-        return (start, start.addingTimeInterval(1))
+        return start
     }
 
     /// Why Litestream could not restore `account` at `at`: before the replica's history (with
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
     private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        guard let earliest = try await earliestState(source: source, into: root.stagingPath(account, .rewinding), on: blocking)?.time else {
+        guard let earliest = try await earliestState(source: source, into: root.stagingPath(account, .rewinding), on: blocking) else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
                 account: account.rawValue, file: shown)

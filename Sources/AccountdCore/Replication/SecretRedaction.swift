@@ -62,12 +62,15 @@ public enum SecretRedaction {
 }
 
 extension ReplicaURL {
-    /// The password in the base URL's userinfo, as written and percent-decoded; empty without one.
+    /// The password in the base URL's userinfo, as written and percent-decoded, and each of
+    /// its pieces between `/`, `?` and `#` (where a URL parser would cut it, and print only a
+    /// piece); empty without one.
     public var secrets: [String] {
         guard let scheme = base.range(of: "://"), let range = SecretRedaction.passwordRange(in: base[scheme.upperBound...]) else { return [] }
         let password = String(base[range])
         guard !password.isEmpty else { return [] }
-        return [password, password.removingPercentEncoding].compactMap { $0 }
+        let pieces = password.split(whereSeparator: { "/?#".contains($0) }).map(String.init).filter { $0 != password }
+        return [password, password.removingPercentEncoding].compactMap { $0 } + pieces
     }
 
     /// The base as it may be shown: any password masked (`sftp://backup:***@host/accountd`).

@@ -94,14 +94,17 @@ extension AccountStore {
     /// Refuses (`accountMoved`) a pull of an account handed off from this host from the very
     /// replica it was handed off to: this host wrote that copy last, at the handoff, so the pull
     /// would silently bring back its stale pre-handoff state and end the fence while the new
-    /// owner serves the account. Nothing to refuse without a handoff record; a record that
-    /// cannot be read refuses every pull (a fence fails closed).
+    /// owner serves the account. The same replica is the same store however its URL is spelled
+    /// (``ReplicaAddress/sameStore(_:_:)``). Nothing to refuse without a handoff record; a
+    /// record that cannot be read refuses every pull (a fence fails closed).
     ///
     /// - Throws: `accountMoved` naming the explicit choices.
     public static func refusePullOfOwnHandoff(_ account: AccountName, root: DataRoot, from replica: ReplicaURL) throws {
         guard root.isHandedOff(account) else { return }
         let record = root.handoffRecord(account)
-        guard record?.replica == nil || record?.replica == replica.redacted else { return }
+        // The same store however it is spelled (``ReplicaAddress/storeIdentity(_:)``): a trailing
+        // slash, `localhost`, another parameter order must not open the fence.
+        if let handedTo = record?.replica, !ReplicaAddress.sameStore(handedTo, replica.base) { return }
         let when = record.map { " at \($0.at)" } ?? ""
         throw AccountdError(
             .accountMoved,

@@ -92,6 +92,33 @@ public struct OtherProcessLocks: Sendable {
         guard let stamp else { return false }
         return inodes.contains(stamp.inode)
     }
+
+    /// The process (its pid; -1 for an open-file-description lock, which names none) holding
+    /// any lock, of any kind and range, on the file with device `device` and inode `inode`,
+    /// other than this process; nil when none does or `/proc/locks` cannot be read.
+    ///
+    /// Every SQLite connection in WAL mode holds a read lock on its database file for as long
+    /// as it is open, so a live database of another process shows here, whatever path reached it.
+    public static func holder(device: UInt64, inode: UInt64) -> Int32? {
+        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        return holder(in: text, device: device, inode: inode, ownPID: getpid())
+    }
+
+    /// ``holder(device:inode:)`` in `text`, in `/proc/locks`' format, where the file is
+    /// `MAJOR:MINOR:INODE` (major and minor in hexadecimal).
+    static func holder(in text: String, device: UInt64, inode: UInt64, ownPID: Int32) -> Int32? {
+        // glibc's major() and minor() of a dev_t.
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+        let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 8, fields[1] != "->", let pid = Int32(fields[4]), pid != ownPID else { continue }
+            let file = fields[5].split(separator: ":")
+            guard file.count == 3, UInt64(file[0], radix: 16) == major, UInt64(file[1], radix: 16) == minor, UInt64(file[2]) == inode else { continue }
+            return pid
+        }
+        return nil
+    }
 }
 
 /// One line of `/proc/locks`, read field by field (fields are separated by spaces).

@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdProtocol
 import Configuration
 import Foundation
 import Logging
@@ -249,6 +250,10 @@ public struct SettingsLoader: Sendable {
         guard replica.contains("://") else {
             throw Failure(
                 description: "setting replication.litestream.replica is '\(SecretRedaction.redactingAddress(replica))'; give a URL Litestream takes, e.g. file:///srv/replica/accounts or s3://bucket/accounts")
+        }
+        // Not echoed: what is wrong may be in its password.
+        if let problem = ReplicaAddress.problem(in: replica) {
+            throw Failure(description: "setting replication.litestream.replica cannot be used: \(problem)")
         }
         let interval = try reader.seconds("replication.litestream.syncIntervalSeconds", Self.syncIntervalRange)
         let configDefault = (runtimeDirectory ?? (socketPath as NSString).deletingLastPathComponent) + "/litestream.yml"

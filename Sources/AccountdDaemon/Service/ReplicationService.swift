@@ -165,25 +165,31 @@ struct ReplicationService: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let threshold = Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds)
-        let entries = accounts.map { account -> ReplicationAccount in
-            guard let database = known[(root.accountPath(account) as NSString).standardizingPath] else {
-                return ReplicationAccount(account: account.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+        func entry(_ name: String, path: String) -> ReplicationAccount {
+            guard let database = known[(path as NSString).standardizingPath] else {
+                return ReplicationAccount(account: name, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
             }
             // Litestream moves last_sync_at only when a sync succeeded: with nothing new, at
             // every sync; with changes waiting, once the store took them. So the time since it
             // is the real lag, and a store that takes no uploads shows as it grows.
-            // An account never uploaded (no last_sync_at) has its changes waiting since at
-            // least its newest write: that age is its lag (a store that has taken nothing of it).
-            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) } ?? Self.neverUploadedAge(root.accountPath(account), now: now)
+            // A file never uploaded (no last_sync_at) has its changes waiting since at least
+            // its newest write: that age is its lag (a store that has taken nothing of it).
+            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) } ?? Self.neverUploadedAge(path, now: now)
             let lagging = database.status == "replicating" && (behind ?? 0) > threshold
             return ReplicationAccount(
-                account: account.rawValue, replicated: database.status == "replicating",
+                account: name, replicated: database.status == "replicating",
                 status: lagging ? ReplicationAccount.behindStatus : database.status,
                 lastSyncAt: database.lastSyncAt.map(formatter.string), secondsBehind: behind)
         }
-        let reply = ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, lagThresholdSeconds: threshold)
-        return reply
+        let entries = accounts.map { entry($0.rawValue, path: root.accountPath($0)) }
+        // device.sqlite replicates beside the accounts: its lag counts too (a device-wide Set
+        // waiting for a frozen store is as much at risk as an account's).
+        let device = FileManager.default.fileExists(atPath: root.devicePath) ? entry(Self.deviceName, path: root.devicePath) : nil
+        return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, device: device, lagThresholdSeconds: threshold)
     }
+
+    /// How `device.sqlite` is named in the `Replication` reply.
+    static let deviceName = "device.sqlite"
 
     /// For an account Litestream replicates but has never uploaded: the time since its newest
     /// change (the newer modification time of its file and its WAL), a lower bound of what is

@@ -20,6 +20,9 @@ extension Command {
             if let replica, replica.isEmpty || replica.utf8.count > 4096 {
                 throw .invalidParameter("replica", "\"replica\" must be a base URL of at most 4096 bytes, e.g. s3://bucket/accountd/host-a")
             }
+            if let replica, let problem = ReplicaAddress.problem(in: replica) {
+                throw .invalidParameter("replica", "\"replica\" cannot be used: \(problem); nothing was changed")
+            }
             self = .pull(account: try parameters.requiredAccount(), replica: replica)
         case .importAccount:
             let path = try parameters.requiredString("path")

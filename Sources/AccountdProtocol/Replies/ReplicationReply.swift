@@ -1,7 +1,7 @@
 /// The reply to `Replication`: whether the daemon replicates with Litestream, where to,
 /// and each account's replication as Litestream reports it.
 public struct ReplicationReply: ReplyModel {
-    enum Key: String { case enabled, replica, litestream, accounts, lagThresholdSeconds, worstSecondsBehind, behind }
+    enum Key: String { case enabled, replica, litestream, accounts, device, lagThresholdSeconds, worstSecondsBehind, behind }
 
     /// Whether `replication.litestream.replica` is set.
     public var enabled: Bool
@@ -12,23 +12,31 @@ public struct ReplicationReply: ReplyModel {
     public var litestream: Bool
     /// Every account with a file here, by name.
     public var accounts: [ReplicationAccount]
+    /// `device.sqlite` (the device-wide preferences), named `device.sqlite`, when replication
+    /// is on and the file exists: its lag counts in ``worstSecondsBehind`` and ``behind`` like
+    /// an account's.
+    public var device: ReplicationAccount?
     /// How far behind (seconds since the replica last had everything) an account may be
     /// before its status is `behind`; nil when replication is off.
     public var lagThresholdSeconds: Double?
 
-    /// The worst lag among the accounts: the most seconds any of them has not reached the
-    /// replica. Nil when no account has a lag to report.
-    public var worstSecondsBehind: Double? { accounts.compactMap(\.secondsBehind).max() }
+    /// The worst lag among the accounts and `device.sqlite`: the most seconds any of them has
+    /// not reached the replica. Nil when none has a lag to report.
+    public var worstSecondsBehind: Double? { (accounts + [device].compactMap { $0 }).compactMap(\.secondsBehind).max() }
 
-    /// How many accounts are `behind`: replicated by Litestream, yet not in the replica for
-    /// longer than ``lagThresholdSeconds`` (a store that stopped accepting uploads).
-    public var behind: Int { accounts.filter { $0.status == ReplicationAccount.behindStatus }.count }
+    /// How many accounts (and `device.sqlite`) are `behind`: replicated by Litestream, yet not
+    /// in the replica for longer than ``lagThresholdSeconds`` (a store that stopped accepting uploads).
+    public var behind: Int { (accounts + [device].compactMap { $0 }).filter { $0.status == ReplicationAccount.behindStatus }.count }
 
-    public init(enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount], lagThresholdSeconds: Double? = nil) {
+    public init(
+        enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount], device: ReplicationAccount? = nil,
+        lagThresholdSeconds: Double? = nil
+    ) {
         self.enabled = enabled
         self.replica = replica
         self.litestream = litestream
         self.accounts = accounts
+        self.device = device
         self.lagThresholdSeconds = lagThresholdSeconds
     }
 
@@ -38,6 +46,7 @@ public struct ReplicationReply: ReplyModel {
         replica = try reader.optionalString(Key.replica)
         litestream = try reader.bool(Key.litestream)
         accounts = try reader.array(Key.accounts, ReplicationAccount.init)
+        device = try reader.optionalObject(Key.device, ReplicationAccount.init)
         lagThresholdSeconds = reader.has(Key.lagThresholdSeconds) ? try reader.double(Key.lagThresholdSeconds) : nil
     }
 
@@ -47,6 +56,7 @@ public struct ReplicationReply: ReplyModel {
         object.addIfPresent(Key.replica, replica.map { .string($0) })
         object.add(Key.litestream, .bool(litestream))
         object.add(Key.accounts, .array(accounts.map(\.parameters)))
+        object.addIfPresent(Key.device, device?.parameters)
         object.addIfPresent(Key.lagThresholdSeconds, lagThresholdSeconds.map { .double($0) })
         object.addIfPresent(Key.worstSecondsBehind, worstSecondsBehind.map { .double(($0 * 1000).rounded() / 1000) })
         if enabled { object.add(Key.behind, .int(Int64(behind))) }

@@ -13,8 +13,27 @@ extension Dispatcher {
     /// - Throws: `PermissionDenied` (logged with the uid), or the namespace's error.
     func authorize(_ command: Command, peer: PeerCredentials) throws -> Command {
         let (need, resolved) = try need(of: command, peer: peer)
+        try refuseMigrateFalse(resolved, peer: peer)
         try check(need, for: command.method, peer: peer)
         return resolved
+    }
+
+    /// `migrate: false` on `Query` or `Execute` is for admins only: refused for anyone else
+    /// with a message naming the parameter (not a missing grant, which the caller may have).
+    private func refuseMigrateFalse(_ command: Command, peer: PeerCredentials) throws {
+        let account: AccountName?
+        switch command {
+        case .query(let target, _, _, false), .execute(let target, _, false): account = target
+        default: return
+        }
+        let policy = policy.current
+        guard !policy.isAdmin(peer) else { return }
+        let on = account.map { " on account \($0)" } ?? ""
+        logger.warning("refused \(command.method.rawValue) from uid \(peer.uid): migrate: false is for admins", metadata: ["peer_uid": "\(peer.uid)"])
+        throw ProtocolError(
+            .permissionDenied,
+            "\(command.method.rawValue)\(on) with migrate: false is for admins only (root, the daemon's user, or the users and groups in admin.users and admin.groups); you are uid \(peer.uid). Leave migrate out: the account is then brought to the bundle's version first, as a grant allows",
+            facts: [("method", .string(command.method.qualifiedName))] + (account.map { [("account", JSONValue.string($0.rawValue))] } ?? []))
     }
 
     /// What `command` needs (``AccessPolicy/Need``), and the command with its account resolved.

@@ -55,11 +55,11 @@ extension Dispatcher {
         case .keys(let namespace, let account):
             return try preferenceNeed(command, namespace: namespace, account: account, peer: peer)
         case .query(let account, let statement, let maxRows, let migrate):
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             // Reading a file at a version the bundle does not serve is an operator's repair tool.
             return (migrate ? .read(target) : .admin, .query(account: target, statement: statement, maxRows: maxRows, migrate: migrate))
         case .execute(let account, let statements, let migrate):
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             return (migrate ? .write(target) : .admin, .execute(account: target, statements: statements, migrate: migrate))
         }
     }
@@ -69,6 +69,22 @@ extension Dispatcher {
     /// its calls without `account` get `NoActiveAccount`, not another refusal on each call.
     func activeAccount(of peer: PeerCredentials) -> AccountName? {
         services.switching.active(for: peer, under: policy.current)
+    }
+
+    /// `peer`'s active account for a call that needs one, as ``activeAccount(of:)``; while
+    /// start-up is still opening `peer`'s saved active account (`Status` `opening`), a call
+    /// without `account` is answered `AccountBusy` naming it, not `NoActiveAccount`: the
+    /// account becomes active by itself once it opens.
+    func activeAccountOrOpening(of peer: PeerCredentials) throws -> AccountName? {
+        if let active = activeAccount(of: peer) { return active }
+        guard let (account, problem) = services.switching.opening(for: peer.uid), policy.current.mayRead(account, peer: peer)
+            || policy.current.isAdmin(peer)
+        else { return nil }
+        let why = problem.map { " (\($0))" } ?? ""
+        throw ProtocolError(
+            .accountBusy,
+            "your saved active account \(account) is still being opened at start-up\(why); it becomes active by itself once it opens (Status then says ready): retry then, or give \"account\"",
+            facts: [("account", .string(account.rawValue))])
     }
 
     /// A preference call: of a per-account namespace, a grant on the account (the one named,
@@ -82,7 +98,7 @@ extension Dispatcher {
         case .device, .memory:
             return (changes ? .admin : .anyone, command)
         case .account:
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             return (changes ? .write(target) : .read(target), command.naming(target))
         }
     }

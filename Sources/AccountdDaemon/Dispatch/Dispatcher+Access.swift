@@ -77,10 +77,10 @@ extension Dispatcher {
     /// account becomes active by itself once it opens.
     func activeAccountOrOpening(of peer: PeerCredentials) throws -> AccountName? {
         if let active = activeAccount(of: peer) { return active }
-        guard let (account, problem) = services.switching.opening(for: peer.uid), policy.current.mayRead(account, peer: peer)
-            || policy.current.isAdmin(peer)
+        let policy = policy.current
+        guard let opening = services.switching.opening(for: peer.uid), policy.isAdmin(peer) || policy.mayRead(opening.account, peer: peer)
         else { return nil }
-        let why = problem.map { " (\($0))" } ?? ""
+        let (account, why) = (opening.account, opening.problem.map { " (\($0))" } ?? "")
         throw ProtocolError(
             .accountBusy,
             "your saved active account \(account) is still being opened at start-up\(why); it becomes active by itself once it opens (Status then says ready): retry then, or give \"account\"",

@@ -222,7 +222,7 @@ final class SwitchService: Sendable {
     /// Migrates one account without making it active; with `create`, creates it when missing.
     func migrateOne(_ account: AccountName, create: Bool = false) async throws -> OpenOutcome {
         // Noted while the account is still held, so a reopen waiting for it sees the migration.
-        let (outcome, _, _) = try await open(account, create: create, progress: nil) { [self] outcome in
+        let (outcome, _, _) = try await open(account, create: create, progress: nil) { [self] (outcome: OpenOutcome) -> Void in
             guard outcome.action == .migrated, let from = outcome.fromVersion else { return }
             state.withLock {
                 if !$0.uids(of: account).isEmpty, $0.migratedInUse[account] == nil { $0.migratedInUse[account] = from }

@@ -12,7 +12,7 @@ import Testing
     /// An account created at version 1, migrated to 2 (its `v1-before-migrate` taken), then
     /// snapshotted `extra` times at version 2 (label `nightly`); returns the stores of both
     /// bundles (keeping `keep` snapshots) and the `before-migrate` snapshot's name.
-    static func upgraded(_ dir: TestDirectory, keep: Int, extra: Int) throws -> (old: AccountStore, new: AccountStore, beforeMigrate: String) {
+    static func upgraded(_ dir: borrowing TestDirectory, keep: Int, extra: Int) throws -> (old: AccountStore, new: AccountStore, beforeMigrate: String) {
         let v1 = try BundleFixture.write(at: dir.sub("v1"), steps: ["CREATE TABLE t (a);"])
         let v2 = try BundleFixture.write(at: dir.sub("v2"), steps: ["CREATE TABLE t (a);", "ALTER TABLE t ADD COLUMN b;"])
         var options = AccountStore.Options()

@@ -9,11 +9,11 @@ import Foundation
 /// that has snapshots always keeps its newest, and the snapshot being restored is
 /// kept (it goes on a later run, if the rules still say so).
 ///
-/// The count never removes the newest `before-migrate` snapshot of each version the account
-/// went through (``recoveryPoints(_:)``): it is what an older app version (and
-/// `migrate --rollback-to`) can open, so `before-restore` and labelled snapshots, however
-/// many, do not push it out. It still counts as one of the ``keep``, and the age rule,
-/// when set, removes it like any other.
+/// The count never removes the newest `before-migrate` snapshot of each of the last ``keep``
+/// versions the account was migrated from (``recoveryPoints(_:)``): it is what an older app
+/// version (and `migrate --rollback-to`) can open, so `before-restore` and labelled snapshots,
+/// however many, do not push it out; only later migrations do. It still counts as one of the
+/// ``keep``, and the age rule, when set, removes it like any other.
 ///
 /// A snapshot's age is read from the timestamp at the start of its name (the same one
 /// `createdAt` reports), not from the file's modification time, which a copy or a
@@ -40,7 +40,7 @@ public struct SnapshotRetention: Sendable, Hashable {
     ///   taken, and the one being restored.
     func expired(_ snapshots: [SnapshotInfo], now: Date, protected: Set<String>) -> [SnapshotInfo] {
         let oldest = maximumAgeDays > 0 ? now.addingTimeInterval(-Double(maximumAgeDays) * 86_400) : nil
-        let recovery = Self.recoveryPoints(snapshots)
+        let recovery = recoveryPoints(snapshots)
         return snapshots.enumerated().compactMap { position, snapshot in
             guard !protected.contains(snapshot.name) else { return nil }
             let beyondCount = position >= keep && !recovery.contains(snapshot.name)
@@ -49,13 +49,13 @@ public struct SnapshotRetention: Sendable, Hashable {
         }
     }
 
-    /// The names of the newest `before-migrate` snapshot of each version in `snapshots`
-    /// (newest first): the ones the count never removes.
-    static func recoveryPoints(_ snapshots: [SnapshotInfo]) -> Set<String> {
+    /// The names of the newest `before-migrate` snapshot of each of the last ``keep`` versions
+    /// in `snapshots` (newest first): the ones the count never removes.
+    func recoveryPoints(_ snapshots: [SnapshotInfo]) -> Set<String> {
         var seen = Set<Int>()
         var names = Set<String>()
-        for snapshot in snapshots {
-            guard let version = beforeMigrateVersion(snapshot.name), seen.insert(version).inserted else { continue }
+        for snapshot in snapshots where seen.count < keep {
+            guard let version = Self.beforeMigrateVersion(snapshot.name), seen.insert(version).inserted else { continue }
             names.insert(snapshot.name)
         }
         return names

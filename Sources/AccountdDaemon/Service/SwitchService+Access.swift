@@ -50,6 +50,12 @@ extension SwitchService {
         }
     }
 
+    /// Forgets that a `Query` or `Execute` migrated `account` (a restore replaced its file, so
+    /// its reopen reports what it does itself).
+    func forgetMigrationInUse(_ account: AccountName) {
+        _ = state.withLock { $0.migratedInUse.removeValue(forKey: account) }
+    }
+
     /// Notes `peer` as the one whose `Switch` made `account` its uid's active account, so a
     /// reload can judge its access with the credentials it switched with.
     func noteSwitcher(_ peer: PeerCredentials, of account: AccountName) {

@@ -43,8 +43,9 @@ final class SwitchService: Sendable {
         var switchers: [UInt32: PeerCredentials] = [:]
         /// Active accounts a `Query` or `Execute` migrated (``SwitchService/migrateOne(_:create:)``)
         /// since they were last opened by a switch: the version each came from, so that the
-        /// reopen that follows (a reload's) reports `migrated`, not `opened`.
-        var migratedInUse: [AccountName: Int] = [:]
+        /// reopen that follows (a reload's) reports `migrated`, not `opened`; and the version it
+        /// went to (a reopen at another version did not find that migration's result).
+        var migratedInUse: [AccountName: (from: Int, to: Int)] = [:]
 
         /// The uids whose active account is `account`.
         func uids(of account: AccountName) -> [UInt32] {
@@ -176,9 +177,11 @@ final class SwitchService: Sendable {
         guard committed.made else { return Switched(outcome: opened, previous: committed.previous, committed: false) }
         // A reopen after a Query or Execute migrated the account reports that migration.
         var outcome = opened
-        if let from = state.withLock({ $0.migratedInUse.removeValue(forKey: account) }), case .refresh = mode, outcome.action == .opened {
+        if let migrated = state.withLock({ $0.migratedInUse.removeValue(forKey: account) }), case .refresh = mode, outcome.action == .opened,
+            migrated.to == outcome.version
+        {
             outcome.action = .migrated
-            outcome.fromVersion = from
+            outcome.fromVersion = migrated.from
         }
         let switched = Switched(outcome: outcome, previous: committed.previous, committed: true)
         // The migration itself was logged when it ran.
@@ -225,7 +228,7 @@ final class SwitchService: Sendable {
         let (outcome, _, _) = try await open(account, create: create, progress: nil) { [self] (outcome: OpenOutcome) -> Void in
             guard outcome.action == .migrated, let from = outcome.fromVersion else { return }
             state.withLock {
-                if !$0.uids(of: account).isEmpty, $0.migratedInUse[account] == nil { $0.migratedInUse[account] = from }
+                if !$0.uids(of: account).isEmpty { $0.migratedInUse[account] = (from: $0.migratedInUse[account]?.from ?? from, to: outcome.version) }
             }
         }
         if outcome.action != .opened { logSwitch(outcome) }

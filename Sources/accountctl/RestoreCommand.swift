@@ -10,7 +10,8 @@ struct RestoreCommand: AsyncParsableCommand {
         commandName: "restore",
         abstract: "Replace an account's file with one of its snapshots.",
         discussion: """
-            Without SNAPSHOT, the newest snapshot is restored. The current file is saved \
+            Without SNAPSHOT, the newest snapshot the bundle can open is restored (a too-new one \
+            is refused, naming the one to use). The current file is saved \
             as a snapshot first, so a restore can itself be undone; the snapshot being \
             restored is kept. A removed account (`accountctl remove`, without --purge) \
             is brought back this way. List the snapshots with `accountctl snapshots \
@@ -28,7 +29,7 @@ struct RestoreCommand: AsyncParsableCommand {
     @Argument(help: "The account to restore.")
     var account: String
 
-    @Argument(help: "The snapshot to restore, as `snapshots` lists it; the newest if left out.")
+    @Argument(help: "The snapshot to restore, as `snapshots` lists it; the newest the bundle can open if left out.")
     var snapshot: String?
 
     @Option(name: .customLong("at"), help: "Restore from the replica as it was at this time: RFC 3339, or how long ago (10m, 2h).")

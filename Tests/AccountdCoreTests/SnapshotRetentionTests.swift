@@ -45,6 +45,25 @@ import Testing
         #expect(SnapshotRetention(keep: 5, maximumAgeDays: 1).expired([odd], now: Self.now, protected: []).isEmpty)
     }
 
+    /// hostile31c F14: `before-restore` and labelled snapshots do not push out the newest
+    /// `before-migrate` of each of the last `keep` versions; later migrations do.
+    @Test func beforeMigrateSnapshotsAreKeptFromTheCountOfOtherSnapshots() {
+        func named(_ daysAgo: Double, _ version: Int, _ reason: String) -> SnapshotInfo {
+            let name = "\(Timestamp.compact(Self.now.addingTimeInterval(-daysAgo * 86_400)))-v\(version)-\(reason)"
+            return SnapshotInfo(name: name, version: version, createdAt: SnapshotStore.createdAt(fromName: name), sizeBytes: 1, path: "/x/" + name)
+        }
+        // Newest first: three before-restore at v3, v2's before-migrate, an older one of v2, v1's.
+        let list = [
+            named(0, 3, "before-restore"), named(1, 3, "before-restore"), named(2, 3, "before-restore"),
+            named(3, 2, "before-migrate"), named(4, 2, "before-migrate-2"), named(5, 1, "before-migrate"),
+        ]
+        let names = { (expired: [SnapshotInfo]) in expired.map(\.name) }
+        #expect(names(SnapshotRetention(keep: 2).expired(list, now: Self.now, protected: [])) == names([list[2], list[4]]))
+        #expect(names(SnapshotRetention(keep: 1).expired(list, now: Self.now, protected: [])) == names([list[1], list[2], list[4], list[5]]))
+        #expect(SnapshotRetention.beforeMigrateVersion("20261121T061000.123Z-v12-before-migrate") == 12)
+        #expect(SnapshotRetention.beforeMigrateVersion("20261121T061000.123Z-v12-before-restore") == nil)
+    }
+
     /// Through the store: taking a snapshot removes those older than the age, never the
     /// newest, and a restore keeps the old snapshot it restores.
     @Test func takingASnapshotAppliesTheAgeAndRestoreKeepsItsSource() throws {

@@ -9,6 +9,12 @@ import Foundation
 /// that has snapshots always keeps its newest, and the snapshot being restored is
 /// kept (it goes on a later run, if the rules still say so).
 ///
+/// The count never removes the newest `before-migrate` snapshot of each of the last ``keep``
+/// versions the account was migrated from (``recoveryPoints(_:)``): it is what an older app
+/// version (and `migrate --rollback-to`) can open, so `before-restore` and labelled snapshots,
+/// however many, do not push it out; only later migrations do. It still counts as one of the
+/// ``keep``, and the age rule, when set, removes it like any other.
+///
 /// A snapshot's age is read from the timestamp at the start of its name (the same one
 /// `createdAt` reports), not from the file's modification time, which a copy or a
 /// backup tool may change. A name without a readable timestamp is never removed for
@@ -34,11 +40,34 @@ public struct SnapshotRetention: Sendable, Hashable {
     ///   taken, and the one being restored.
     func expired(_ snapshots: [SnapshotInfo], now: Date, protected: Set<String>) -> [SnapshotInfo] {
         let oldest = maximumAgeDays > 0 ? now.addingTimeInterval(-Double(maximumAgeDays) * 86_400) : nil
+        let recovery = recoveryPoints(snapshots)
         return snapshots.enumerated().compactMap { position, snapshot in
             guard !protected.contains(snapshot.name) else { return nil }
-            let beyondCount = position >= keep
+            let beyondCount = position >= keep && !recovery.contains(snapshot.name)
             let tooOld = oldest.map { oldest in SnapshotStore.takenAt(fromName: snapshot.name).map { $0 < oldest } ?? false } ?? false
             return beyondCount || tooOld ? snapshot : nil
         }
+    }
+
+    /// The names of the newest `before-migrate` snapshot of each of the last ``keep`` versions
+    /// in `snapshots` (newest first): the ones the count never removes.
+    func recoveryPoints(_ snapshots: [SnapshotInfo]) -> Set<String> {
+        var seen = Set<Int>()
+        var names = Set<String>()
+        for snapshot in snapshots where seen.count < keep {
+            guard let version = Self.beforeMigrateVersion(snapshot.name), seen.insert(version).inserted else { continue }
+            names.insert(snapshot.name)
+        }
+        return names
+    }
+
+    /// `N` for a name `<timestamp>-vN-before-migrate` (or `...-before-migrate-2`, two taken within one
+    /// millisecond); nil for any other name.
+    static func beforeMigrateVersion(_ name: String) -> Int? {
+        let parts = name.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].first == "v", let version = Int(parts[1].dropFirst()),
+            parts[2] == "before-migrate" || parts[2].hasPrefix("before-migrate-")
+        else { return nil }
+        return version
     }
 }

@@ -20,8 +20,8 @@ extension AccountStore {
         }
     }
 
-    /// Replaces the account file with a snapshot (the newest when `name` is nil), after
-    /// first taking a snapshot of the current file.
+    /// Replaces the account file with a snapshot (when `name` is nil, the newest one this
+    /// bundle can open: ``restorable(_:name:)``), after first taking a snapshot of the current file.
     ///
     /// Callers must have closed their connections to the account. A snapshot of the current
     /// file is taken, then the chosen snapshot is copied to a staging file in WAL mode, like
@@ -37,8 +37,9 @@ extension AccountStore {
     ///
     /// - Parameter hold: the account's hold, taken before; nil to take the lock here.
     /// - Returns: the snapshot restored, and the snapshot taken of the file it replaced.
-    /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountCorrupt` when the snapshot is
-    ///   not a sound copy of this account, `accountBusy`, `storage`.
+    /// - Throws: ``AccountdError``: `snapshotNotFound`, `accountTooNew` when the snapshot is
+    ///   newer than this bundle can open (before any snapshot is taken or anything replaced),
+    ///   `accountCorrupt` when the snapshot is not a sound copy of this account, `accountBusy`, `storage`.
     ///
     /// An account handed off from this host is refused (`accountMoved`) unless `reclaim`:
     /// then the restore ends the handoff here (``DataRoot/eraseHandoff(_:)``), once the file
@@ -47,13 +48,49 @@ extension AccountStore {
         _ account: AccountName, snapshot name: String?, reclaim: Bool = false, holding hold: AccountHold? = nil
     ) throws -> (restored: SnapshotInfo, saved: SnapshotInfo?) {
         try underLock(account, holding: hold, allowingMoved: reclaim) {
-            let chosen = try snapshots.find(account, name: name)
+            let chosen = try restorable(account, name: name)
             let saved = try replaceContent(of: account, with: chosen.path, protecting: [chosen.name])
             // The account is back on this host by the operator's explicit choice.
             if reclaim { try root.eraseHandoff(account) }
             // The restored snapshot stays listed: the list is what it was plus the saved copy.
             return (chosen, saved)
         }
+    }
+
+    /// The snapshot a restore of `account` would bring back: `name`, or the newest snapshot
+    /// this bundle can open when `name` is nil (a newer one, from before a downgrade, is passed
+    /// over: restoring it would leave the account unopenable and its `before-restore` copies
+    /// would push the older snapshots out).
+    ///
+    /// - Throws: ``AccountdError``: `snapshotNotFound`; `accountTooNew` when the snapshot named,
+    ///   or every snapshot, is newer than this bundle can open, naming the snapshot to restore
+    ///   instead when there is one.
+    func restorable(_ account: AccountName, name: String?) throws -> SnapshotInfo {
+        let all = snapshots.list(account)
+        func facts(_ snapshot: SnapshotInfo) -> AccountFacts? {
+            try? AccountInspector.inspect(path: snapshot.path, account: account, deep: false, busy: options.lockTimeout)
+        }
+        // A snapshot that cannot be inspected is not judged here: the restore's own check says why.
+        let usable = all.first { snapshot in facts(snapshot).map(isUsable) ?? false }
+        let chosen: SnapshotInfo
+        if let name {
+            chosen = try snapshots.find(account, name: name)
+        } else {
+            guard let newest = all.first else {
+                throw AccountdError(.snapshotNotFound, "account \(account) has no snapshots", account: account.rawValue)
+            }
+            chosen = usable ?? newest
+        }
+        guard let chosenFacts = facts(chosen), !isUsable(chosenFacts) else { return chosen }
+        let instead =
+            usable.map { "restore \($0.name) (version \($0.version)), the newest snapshot this bundle can open: 'accountctl restore \(account) \($0.name)'" }
+            ?? "no snapshot of it can be opened by this bundle; install the app (bundle) at version \(chosenFacts.lastCompatibleVersion) or later, then restore"
+        throw AccountdError(
+            .accountTooNew,
+            "snapshot \(chosen.name) of account \(account) is at version \(chosenFacts.version), newer than this bundle's \(bundle.targetVersion), "
+                + "and needs a bundle at version \(chosenFacts.lastCompatibleVersion) or later to be read; nothing was restored or changed. "
+                + "To go back, \(instead)",
+            account: account.rawValue, file: chosen.path, fromVersion: chosenFacts.version, toVersion: bundle.targetVersion)
     }
 
     /// Replaces the account's content with the account file at `source` (a copy restored from

@@ -13,8 +13,27 @@ extension Dispatcher {
     /// - Throws: `PermissionDenied` (logged with the uid), or the namespace's error.
     func authorize(_ command: Command, peer: PeerCredentials) throws -> Command {
         let (need, resolved) = try need(of: command, peer: peer)
+        try refuseMigrateFalse(resolved, peer: peer)
         try check(need, for: command.method, peer: peer)
         return resolved
+    }
+
+    /// `migrate: false` on `Query` or `Execute` is for admins only: refused for anyone else
+    /// with a message naming the parameter (not a missing grant, which the caller may have).
+    private func refuseMigrateFalse(_ command: Command, peer: PeerCredentials) throws {
+        let account: AccountName?
+        switch command {
+        case .query(let target, _, _, false), .execute(let target, _, false): account = target
+        default: return
+        }
+        let policy = policy.current
+        guard !policy.isAdmin(peer) else { return }
+        let on = account.map { " on account \($0)" } ?? ""
+        logger.warning("refused \(command.method.rawValue) from uid \(peer.uid): migrate: false is for admins", metadata: ["peer_uid": "\(peer.uid)"])
+        throw ProtocolError(
+            .permissionDenied,
+            "\(command.method.rawValue)\(on) with migrate: false is for admins only (root, the daemon's user, or the users and groups in admin.users and admin.groups); you are uid \(peer.uid). Leave migrate out: the account is then brought to the bundle's version first, as a grant allows",
+            facts: [("method", .string(command.method.qualifiedName))] + (account.map { [("account", JSONValue.string($0.rawValue))] } ?? []))
     }
 
     /// What `command` needs (``AccessPolicy/Need``), and the command with its account resolved.
@@ -36,11 +55,11 @@ extension Dispatcher {
         case .keys(let namespace, let account):
             return try preferenceNeed(command, namespace: namespace, account: account, peer: peer)
         case .query(let account, let statement, let maxRows, let migrate):
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             // Reading a file at a version the bundle does not serve is an operator's repair tool.
             return (migrate ? .read(target) : .admin, .query(account: target, statement: statement, maxRows: maxRows, migrate: migrate))
         case .execute(let account, let statements, let migrate):
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             return (migrate ? .write(target) : .admin, .execute(account: target, statements: statements, migrate: migrate))
         }
     }
@@ -50,6 +69,22 @@ extension Dispatcher {
     /// its calls without `account` get `NoActiveAccount`, not another refusal on each call.
     func activeAccount(of peer: PeerCredentials) -> AccountName? {
         services.switching.active(for: peer, under: policy.current)
+    }
+
+    /// `peer`'s active account for a call that needs one, as ``activeAccount(of:)``; while
+    /// start-up is still opening `peer`'s saved active account (`Status` `opening`), a call
+    /// without `account` is answered `AccountBusy` naming it, not `NoActiveAccount`: the
+    /// account becomes active by itself once it opens.
+    func activeAccountOrOpening(of peer: PeerCredentials) throws -> AccountName? {
+        if let active = activeAccount(of: peer) { return active }
+        let policy = policy.current
+        guard let opening = services.switching.opening(for: peer.uid), policy.isAdmin(peer) || policy.mayRead(opening.account, peer: peer)
+        else { return nil }
+        let (account, why) = (opening.account, opening.problem.map { " (\($0))" } ?? "")
+        throw ProtocolError(
+            .accountBusy,
+            "your saved active account \(account) is still being opened at start-up\(why); it becomes active by itself once it opens (Status then says ready): retry then, or give \"account\"",
+            facts: [("account", .string(account.rawValue))])
     }
 
     /// A preference call: of a per-account namespace, a grant on the account (the one named,
@@ -63,7 +98,7 @@ extension Dispatcher {
         case .device, .memory:
             return (changes ? .admin : .anyone, command)
         case .account:
-            let target = account ?? activeAccount(of: peer)
+            let target = try account ?? activeAccountOrOpening(of: peer)
             return (changes ? .write(target) : .read(target), command.naming(target))
         }
     }

@@ -103,6 +103,7 @@ struct MaintenanceService: Sendable {
     /// older); nil when the account is not active. A reopen that fails is said, not thrown.
     func reopen(_ account: AccountName, restoredFrom source: String, version restoredVersion: Int) async -> RestoreReply.Reopened? {
         var reopened: RestoreReply.Reopened?
+        switching.forgetMigrationInUse(account)
         if switching.isActive(account) {
             do {
                 let switched = try await switching.switchTo(account, create: false, commit: .refresh, progress: nil)

@@ -26,6 +26,12 @@ final class MigrationBoard: Sendable {
     }
     func end(_ account: AccountName) { _ = running.withLock { $0.removeValue(forKey: account) } }
 
+    /// True while the account is being opened (a migration of it may not have started a step yet:
+    /// it may be taking its snapshot or waiting for a lock).
+    func isOpening(_ account: AccountName) -> Bool {
+        running.withLock { $0[account] != nil }
+    }
+
     /// True once the account has started applying migration steps.
     func isMigrating(_ account: AccountName) -> Bool {
         running.withLock { ($0[account]?.steps ?? 0) > 0 }

@@ -41,6 +41,21 @@ extension SwitchService {
         return nil
     }
 
+    /// The saved active account start-up is still opening for `uid` (``Opening``), with why
+    /// it is not open yet; nil when there is none.
+    func opening(for uid: UInt32) -> (account: AccountName, problem: String?)? {
+        state.withLock { state in
+            guard state.active[uid] == nil, let opening = state.opening[uid] else { return nil }
+            return (opening.account, opening.problem)
+        }
+    }
+
+    /// Forgets that a `Query` or `Execute` migrated `account` (a restore replaced its file, so
+    /// its reopen reports what it does itself).
+    func forgetMigrationInUse(_ account: AccountName) {
+        _ = state.withLock { $0.migratedInUse.removeValue(forKey: account) }
+    }
+
     /// Notes `peer` as the one whose `Switch` made `account` its uid's active account, so a
     /// reload can judge its access with the credentials it switched with.
     func noteSwitcher(_ peer: PeerCredentials, of account: AccountName) {

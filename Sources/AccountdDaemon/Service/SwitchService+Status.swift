@@ -8,8 +8,9 @@ extension SwitchService {
     ///
     /// It never claims more than is true: `ready` only for an active account at the bundle's
     /// version (or newer and readable by it); `failed` or `too_new`, with the error, after an
-    /// attempt to bring it to the bundle failed; `outdated` for an active account below the
-    /// bundle that nothing migrates; `opening` while start-up has not opened the saved account;
+    /// attempt to bring it to the bundle failed; `migrating` while its migration runs or waits
+    /// to begin its first step (with a `problem` saying what it waits for); `outdated` for an
+    /// active account below the bundle that nothing migrates; `opening` while start-up has not opened the saved account;
     /// `idle`, with the reason, when it could not.
     func daemonStatus(for uid: UInt32) -> DaemonStatus {
         let (active, version, failure, opening) = state.withLock { state in
@@ -25,6 +26,13 @@ extension SwitchService {
             } else if let failure, failure.account == active {
                 condition = failure.tooNew ? .tooNew : .failed
                 problem = failure.message
+            } else if let version, version < target, board.isOpening(active) {
+                // Its migration has begun and waits: for the account's hold, its snapshot, or
+                // the write lock another process holds (the lock timeout bounds the wait).
+                condition = .migrating
+                problem =
+                    "the migration of account \(active) from version \(version) to \(target) has begun and is waiting to start its first step: "
+                    + "taking the before-migrate snapshot, or waiting for the account's lock (another operation, or another process holding the file: 'fuser' on it names it)"
             } else if let version, version < target {
                 condition = .outdated
             } else {

@@ -41,6 +41,11 @@ final class SwitchService: Sendable {
         /// process of the uid, can tell whether it may still read it
         /// (``SwitchService/dropUnreadable(under:)``, ``SwitchService/active(for:under:)``).
         var switchers: [UInt32: PeerCredentials] = [:]
+        /// Active accounts a `Query` or `Execute` migrated (``SwitchService/migrateOne(_:create:)``)
+        /// since they were last opened by a switch: the version each came from, so that the
+        /// reopen that follows (a reload's) reports `migrated`, not `opened`; and the version it
+        /// went to (a reopen at another version did not find that migration's result).
+        var migratedInUse: [AccountName: (from: Int, to: Int)] = [:]
 
         /// The uids whose active account is `account`.
         func uids(of account: AccountName) -> [UInt32] {
@@ -160,18 +165,27 @@ final class SwitchService: Sendable {
     /// When a reload withdrew the bundle the open ran under (its migration stopped and rolled
     /// back), the account is opened under the bundle now in force instead.
     func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
-        let (outcome, committed, store): (OpenOutcome, (previous: AccountName?, made: Bool), AccountStore)
+        let (opened, committed, store): (OpenOutcome, (previous: AccountName?, made: Bool), AccountStore)
         do {
-            (outcome, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
+            (opened, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
                 try await commit(account, version: outcome.version, mode: mode)
             }
         } catch let failure as AccountdError where failure.kind == .withdrawn && !stores.current.isWithdrawn {
             logger.notice("\(failure.message); opening it under bundle version \(stores.current.targetVersion) now", metadata: ["account": "\(account)"])
             return try await switchTo(account, create: create, commit: mode, progress: progress)
         }
-        let switched = Switched(outcome: outcome, previous: committed.previous, committed: committed.made)
-        guard committed.made else { return switched }
-        logSwitch(outcome)
+        guard committed.made else { return Switched(outcome: opened, previous: committed.previous, committed: false) }
+        // A reopen after a Query or Execute migrated the account reports that migration.
+        var outcome = opened
+        if let migrated = state.withLock({ $0.migratedInUse.removeValue(forKey: account) }), case .refresh = mode, outcome.action == .opened,
+            migrated.to == outcome.version
+        {
+            outcome.action = .migrated
+            outcome.fromVersion = migrated.from
+        }
+        let switched = Switched(outcome: outcome, previous: committed.previous, committed: true)
+        // The migration itself was logged when it ran.
+        logSwitch(opened)
         hub.publish(
             .watched(
                 .switched(
@@ -210,7 +224,13 @@ final class SwitchService: Sendable {
 
     /// Migrates one account without making it active; with `create`, creates it when missing.
     func migrateOne(_ account: AccountName, create: Bool = false) async throws -> OpenOutcome {
-        let (outcome, _, _) = try await open(account, create: create, progress: nil)
+        // Noted while the account is still held, so a reopen waiting for it sees the migration.
+        let (outcome, _, _) = try await open(account, create: create, progress: nil) { [self] (outcome: OpenOutcome) -> Void in
+            guard outcome.action == .migrated, let from = outcome.fromVersion else { return }
+            state.withLock {
+                if !$0.uids(of: account).isEmpty { $0.migratedInUse[account] = (from: $0.migratedInUse[account]?.from ?? from, to: outcome.version) }
+            }
+        }
         if outcome.action != .opened { logSwitch(outcome) }
         state.withLock {
             let uids = $0.uids(of: account)
@@ -355,6 +375,7 @@ final class SwitchService: Sendable {
             // Versions only of accounts that are active for some uid.
             let inUse = Set($0.active.values)
             $0.versions = $0.versions.filter { inUse.contains($0.key) }
+            $0.migratedInUse = $0.migratedInUse.filter { inUse.contains($0.key) }
         }
         return (previous, true)
     }

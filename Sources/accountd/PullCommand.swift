@@ -49,7 +49,10 @@ struct PullCommand: AsyncParsableCommand {
                 throw ValidationError("\(error); use 'accountctl pull \(account)' to pull through the running daemon")
             }
             defer { _ = lock }
-            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
+            // Run as root on another user's data root, Litestream runs as that user: it can
+            // write nothing that user could not, whatever that user planted in the data root.
+            let program = LitestreamProgram(executable: litestream, user: root.foreignOwner())
+            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: program)
             try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.
             let outcome = try await puller.pullHere(name)

@@ -20,7 +20,7 @@ import Testing
         // Yams quoted the whole mapping for a key written twice.
         BadYAML(
             yaml: "replication:\n  litestream:\n" + replicaLine + "    syncIntervalSeconds: 1\n    syncIntervalSeconds: 2\n",
-            named: ["'syncIntervalSeconds' (lines 4, 5)", "line 2"]),
+            named: ["'syncIntervalSeconds' (lines 4, 5)"]),
         BadYAML(yaml: "replication:\n  litestream:\n" + replicaLine + replicaLine, named: ["'replica' (lines 3, 4)"]),
         // ... and the offending line for other errors.
         BadYAML(yaml: "replication:\n  litestream:\n    replica: \"sftp://backup:\(password)@127.0.0.1/acc\n", named: ["line 4"]),

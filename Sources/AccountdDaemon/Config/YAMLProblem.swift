@@ -23,11 +23,12 @@ enum YAMLProblem {
         case let .reader(said, offset, _, _):
             return "\(said)" + (offset.map { " at line \(line(atOffset: $0, in: text))" } ?? "")
         case let .duplicatedKeysInMapping(duplicates, context):
+            // The mark is one of the duplicated keys: the others are at its column.
             let keys = duplicates.sorted().map { key -> String in
-                let lines = linesDefining(key, in: text, from: context.mark.line)
-                return "'\(key)'" + (lines.isEmpty ? "" : " (lines \(lines.map(String.init).joined(separator: ", ")))")
+                let lines = linesDefining(key, in: text, atColumn: context.mark.column)
+                return "'\(key)' (" + (lines.count > 1 ? "lines \(lines.map(String.init).joined(separator: ", "))" : "line \(context.mark.line)") + ")"
             }
-            return "a key is written more than once in the mapping that begins at line \(context.mark.line): \(keys.joined(separator: ", ")); each key may appear once"
+            return "a key is written more than once in one mapping: \(keys.joined(separator: ", ")); each key may appear once in its section"
         case .dataCouldNotBeDecoded:
             return "it is not UTF-8 text"
         default:
@@ -40,16 +41,18 @@ enum YAMLProblem {
         1 + text.utf8.prefix(max(0, offset)).filter { $0 == UInt8(ascii: "\n") }.count
     }
 
-    /// The lines (from 1), at or after `start`, on which `key:` is written at the start of a
-    /// line (after spaces, a `-`, or quotes).
-    private static func linesDefining(_ key: String, in text: String, from start: Int) -> [Int] {
+    /// The lines (from 1) on which `key:` is written at `column` (from 1; after spaces or a
+    /// `- `, the key bare or quoted).
+    private static func linesDefining(_ key: String, in text: String, atColumn column: Int) -> [Int] {
         var found: [Int] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where index + 1 >= start {
-            var line = raw.drop { $0 == " " || $0 == "\t" || $0 == "-" }
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            guard raw.count >= column else { continue }
+            let before = raw.prefix(column - 1)
+            guard before.allSatisfy({ $0 == " " || $0 == "-" }) else { continue }
+            var line = raw.dropFirst(column - 1)
             if let quote = line.first, quote == "\"" || quote == "'" {
-                line = line.dropFirst()
-                guard line.hasPrefix(key + String(quote)) else { continue }
-                line = line.dropFirst(key.count + 1)
+                guard line.dropFirst().hasPrefix(key + String(quote)) else { continue }
+                line = line.dropFirst(key.count + 2)
             } else {
                 guard line.hasPrefix(key) else { continue }
                 line = line.dropFirst(key.count)

@@ -85,9 +85,9 @@ public struct ReplicaTime: Sendable, Hashable, CustomStringConvertible {
         guard bytes.count >= 19, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int? { Int(String(decoding: bytes[range], as: UTF8.self)) }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), (1...12).contains(month) else { return nil }
-        let days = days(inMonth: month, of: year)
-        if day > days {
-            return "\(String(decoding: bytes[0..<10], as: UTF8.self)) is not a date: month \(month) of \(year) has \(days) days"
+        let last = Self.days(inMonth: month, of: year)
+        if day > last {
+            return "\(String(decoding: bytes[0..<10], as: UTF8.self)) is not a date: month \(month) of \(year) has \(last) days"
         }
         if bytes[17...18].elementsEqual("60".utf8) {
             return "second 60 exists only as a leap second, the last second of a UTC day (23:59:60Z)"

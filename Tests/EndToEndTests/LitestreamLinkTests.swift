@@ -38,7 +38,8 @@ struct LitestreamLinkTests {
 
     @Test func linksAtLitestreamsOldTemporaryNamesAreNeverFollowedByTheDaemon() throws {
         let dir = TestDirectory()
-        let (replica, bundle, daemon, _) = try Self.replicaWithAlice(dir)
+        let (replica, bundle, daemon, litestream) = try Self.replicaWithAlice(dir)
+        defer { withExtendedLifetime(litestream) {} }
 
         // restore --at: a link at .alice.sqlite.rewinding.tmp.
         let rewinding = dir.sub("victim-rewinding.txt")
@@ -55,8 +56,13 @@ struct LitestreamLinkTests {
         try Self.plant(rootB + "/.device.sqlite.pulling.tmp", victim: device)
         try Self.plant(rootB + "/accounts/.alice.sqlite.pulling.tmp", victim: pulling)
         let hostB = try E2E.replicatingDaemon(directory: dir.sub("host-b"), bundle: bundle, replica: replica, runDirectory: dir.sub("run-b"))
-        let kiosk = try hostB.client().callOne(E2E.request("Get", [("namespace", "switch"), ("key", "kiosk")]))
-        #expect(kiosk.parameters["value"] == "lobby", "\(kiosk) \(hostB.log.suffix(2000))")
+        var kiosk = ""
+        let pulledDevice = waitUntil(timeout: 30, interval: 0.2) {
+            let got = try? hostB.client().callOne(E2E.request("Get", [("namespace", "switch"), ("key", "kiosk")]))
+            kiosk = "\(String(describing: got))"
+            return got?.parameters["value"] == "lobby"
+        }
+        #expect(pulledDevice, "\(kiosk) \(hostB.log.suffix(2000))")
         #expect(Self.untouched(device), "the start-up pull of device.sqlite wrote through the planted link")
         let pulled = try E2E.accountctl(["pull", "alice"], socket: hostB.socket)
         #expect(pulled.status == 0, "\(pulled.stdout) \(pulled.stderr)")
@@ -83,8 +89,15 @@ struct LitestreamLinkTests {
         let planted = try E2E.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/ln", "-s", victim, root + "/accounts/.alice.sqlite.pulling.tmp"])
         try #require(planted.status == 0, "\(planted.stderr)")
 
-        let pulled = try E2E.pullOffline("alice", replica: replica, dataRoot: root)
+        // Litestream, wrapped to say which user it runs as.
+        let said = dir.sub("nobody/litestream-uid")
+        let wrapper = dir.sub("litestream-as")
+        try Files.write("#!/bin/sh\nid -u > \(said)\nexec \(TestLitestream.path!) \"$@\"\n", to: wrapper)
+        #expect(chmod(wrapper, 0o755) == 0)
+
+        let pulled = try E2E.run(Binaries.accountd, ["pull", "--replica", replica, "--data-root", root, "--litestream", wrapper, "alice"])
         #expect(pulled.status == 0, "\(pulled.stdout) \(pulled.stderr)")
+        #expect((try? String(contentsOfFile: said, encoding: .utf8)) == "65534\n", "Litestream ran as root on nobody's data root")
         #expect(Self.untouched(victim), "a root-run pull wrote a root-only file through the data root owner's link")
         #expect(try E2E.sql(root + "/accounts/alice.sqlite", "SELECT n FROM item WHERE name = 'kept';") == "7")
         var info = stat()

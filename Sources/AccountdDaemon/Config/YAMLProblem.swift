@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// Why a config file is not valid YAML, said by line and column, never by quoting the file.
@@ -23,9 +24,9 @@ enum YAMLProblem {
         case let .reader(said, offset, _, _):
             return "\(said)" + (offset.map { " at line \(line(atOffset: $0, in: text))" } ?? "")
         case let .duplicatedKeysInMapping(duplicates, context):
-            // The mark is one of the duplicated keys: the others are at its column.
+            // The mark is on one of the duplicated keys: the others are at its column.
             let keys = duplicates.sorted().map { key -> String in
-                let lines = linesDefining(key, in: text, atColumn: context.mark.column)
+                let lines = linesDefining(key, in: text, likeLine: context.mark.line)
                 return "'\(key)' (" + (lines.count > 1 ? "lines \(lines.map(String.init).joined(separator: ", "))" : "line \(context.mark.line)") + ")"
             }
             return "a key is written more than once in one mapping: \(keys.joined(separator: ", ")); each key may appear once in its section"
@@ -41,24 +42,25 @@ enum YAMLProblem {
         1 + text.utf8.prefix(max(0, offset)).filter { $0 == UInt8(ascii: "\n") }.count
     }
 
-    /// The lines (from 1) on which `key:` is written at `column` (from 1; after spaces or a
-    /// `- `, the key bare or quoted).
-    private static func linesDefining(_ key: String, in text: String, atColumn column: Int) -> [Int] {
-        var found: [Int] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            guard raw.count >= column else { continue }
-            let before = raw.prefix(column - 1)
-            guard before.allSatisfy({ $0 == " " || $0 == "-" }) else { continue }
-            var line = raw.dropFirst(column - 1)
-            if let quote = line.first, quote == "\"" || quote == "'" {
-                guard line.dropFirst().hasPrefix(key + String(quote)) else { continue }
-                line = line.dropFirst(key.count + 2)
-            } else {
-                guard line.hasPrefix(key) else { continue }
-                line = line.dropFirst(key.count)
-            }
-            if line.drop(while: { $0 == " " }).hasPrefix(":") { found.append(index + 1) }
+    /// The lines (from 1) on which `key:` is written at the column it has on line `anchor`
+    /// (after spaces or a `- `, the key bare or quoted); empty when `anchor` does not hold it.
+    private static func linesDefining(_ key: String, in text: String, likeLine anchor: Int) -> [Int] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard anchor >= 1, anchor <= lines.count, let column = keyColumn(key, in: lines[anchor - 1]) else { return [] }
+        return lines.indices.filter { keyColumn(key, in: lines[$0]) == column }.map { $0 + 1 }
+    }
+
+    /// Where `key:` begins on `line` (in characters), when the line is that key's entry.
+    private static func keyColumn(_ key: String, in line: Substring) -> Int? {
+        let indent = line.prefix { $0 == " " || $0 == "-" || $0 == "\t" }
+        var rest = line.dropFirst(indent.count)
+        if let quote = rest.first, quote == "\"" || quote == "'" {
+            guard rest.dropFirst().hasPrefix(key + String(quote)) else { return nil }
+            rest = rest.dropFirst(key.count + 2)
+        } else {
+            guard rest.hasPrefix(key) else { return nil }
+            rest = rest.dropFirst(key.count)
         }
-        return found
+        return rest.drop { $0 == " " }.hasPrefix(":") ? indent.count : nil
     }
 }

@@ -44,6 +44,7 @@ struct RestoreCommand: AsyncParsableCommand {
         if let at {
             if snapshot != nil { throw ValidationError("give either a SNAPSHOT or --at TIME, not both") }
             guard Self.time(at, now: Date()) != nil else {
+                if let why = ReplicaTime.impossibility(in: at) { throw ValidationError("--at '\(at)': \(why); nothing was restored") }
                 throw ValidationError("--at '\(at)' is neither an RFC 3339 time (2026-01-31T09:30:00Z) nor how long ago (90s, 10m, 2h, 3d)")
             }
         }

@@ -50,7 +50,10 @@ struct OfflineCreationGuard {
                     + "Bring it back with 'accountd pull --replica URL --data-root \(root.path) \(account)' (or set replication.litestream.onCreate: pull), then migrate it",
                 account: account.rawValue, file: shown)
         case .pull:
-            let outcome = try await ReplicaPull(root: root, replica: replica, litestream: litestream).pullHere(account)
+            // Run as root on another user's data root, the restore runs as that user (as `accountd pull`).
+            var program = litestream
+            program.user = root.foreignOwner()
+            let outcome = try await ReplicaPull(root: root, replica: replica, litestream: program).pullHere(account)
             return "\(account): pulled from the replica \(shown) instead of being created (replication.litestream.onCreate: pull), at version \(outcome.version)"
         }
     }

@@ -51,7 +51,10 @@ struct PullCommand: AsyncParsableCommand {
             defer { _ = lock }
             // What an earlier pull or daemon that died mid-command left (under the lock).
             try root.clearLitestreamLeftovers()
-            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: LitestreamProgram(executable: litestream))
+            // Run as root on another user's data root, Litestream runs as that user: it can
+            // write nothing that user could not, whatever that user planted in the data root.
+            let program = LitestreamProgram(executable: litestream, user: root.foreignOwner())
+            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: program)
             try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.
             let outcome = try await puller.pullHere(name)

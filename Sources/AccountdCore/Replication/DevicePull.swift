@@ -7,7 +7,8 @@ import GRDB
 /// the replica's newest state within a second and hide the old device's values.
 ///
 /// Litestream replicates `device.sqlite` to `<replica>/.device.sqlite` (``ReplicaURL/device``).
-/// The copy is restored under `.device.sqlite.pulling` in the data root, checked by SQLite's
+/// The copy is restored into a private folder made afresh, `.device.sqlite.pulling/` in the data
+/// root (no one else can plant a link for Litestream to follow there), checked by SQLite's
 /// `integrity_check`, put in WAL mode, synced and linked into place with `link()`, which never
 /// replaces a file.
 public struct DevicePull: Sendable {
@@ -42,22 +43,37 @@ public struct DevicePull: Sendable {
         guard try await blocking.run({ root.folder.entry("device.sqlite") == .missing }) else { return .present }
         let source = replica.device
         guard !(try await command.files(source: source, redact: replica.redact, on: blocking)).isEmpty else { return .notInReplica }
-        let temp = root.path + "/.device.sqlite.pulling"
-        try await blocking.run { Self.clear(temp) }
+        let temp = try await blocking.run { try Self.makeStaging(in: root) }
         do {
             let run = try await command.run("restore", ["-json", "-o", temp], source: source, on: blocking)
             let outcome = try await blocking.run { [self] in try install(run, from: temp) }
-            try await blocking.run { Self.clear(temp) }
+            try await blocking.run { Self.clear(root) }
             return outcome
         } catch {
-            _ = try? await blocking.run { Self.clear(temp) }
+            _ = try? await blocking.run { Self.clear(root) }
             throw error
         }
     }
 
-    /// Removes the staging file and its companions. Blocking.
-    private static func clear(_ temp: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileSystem.removeIfPresent(temp + suffix) }
+    /// The private folder (0700) Litestream restores into, made afresh in the data root.
+    static let stagingName = ".device.sqlite.pulling"
+
+    /// Makes ``stagingName`` afresh (after removing what an earlier run left) and returns the
+    /// file Litestream is to write in it. `litestream restore -o FILE` writes through
+    /// `FILE.tmp`, following a link there: in a folder just made, only this process's user
+    /// may enter, no one else can plant one. Blocking.
+    private static func makeStaging(in root: DataRoot) throws -> String {
+        clear(root)
+        guard mkdirat(root.folder.descriptor, stagingName, 0o700) == 0 else {
+            throw AccountdError.storage("creating the private folder Litestream restores device.sqlite into", path: root.path + "/" + stagingName, errno: errno)
+        }
+        return root.path + "/" + stagingName + "/device.sqlite"
+    }
+
+    /// Removes the staging folder, and what an earlier version left beside it (the staging
+    /// file's companions and Litestream's `.tmp`), links as links, never followed. Blocking.
+    private static func clear(_ root: DataRoot) {
+        for suffix in ["", "-wal", "-shm", "-journal", ".tmp"] { try? root.folder.remove(stagingName + suffix) }
     }
 
     /// Checks the copy `litestream restore` (`run`) left at `temp` and links it into place. Blocking.

@@ -29,6 +29,23 @@ public struct LitestreamProgram: Sendable {
     /// The registry a daemon's shutdown stops the runs through; nil for a run no shutdown stops.
     public var runs: LitestreamRuns?
 
+    /// The user and group every run is started as; nil for this process's own.
+    /// ``DataRoot/foreignOwner()``: an offline tool run as root on another user's data root
+    /// runs Litestream as that user, so it writes nothing that user could not.
+    public var user: User?
+
+    /// A user and group to run Litestream as (its only group: root's supplementary groups
+    /// are dropped).
+    public struct User: Sendable, Equatable {
+        public var uid: uid_t
+        public var gid: gid_t
+
+        public init(uid: uid_t, gid: gid_t) {
+            self.uid = uid
+            self.gid = gid
+        }
+    }
+
     /// The deadline of a run when none is set: ten minutes, in which Litestream restores
     /// gigabytes from an object store that answers (docs/PERFORMANCE.md).
     public static let defaultTimeout: Duration = .seconds(600)
@@ -49,10 +66,11 @@ public struct LitestreamProgram: Sendable {
         public var errors: String
     }
 
-    public init(executable: String = "litestream", timeout: Duration = defaultTimeout, runs: LitestreamRuns? = nil) {
+    public init(executable: String = "litestream", timeout: Duration = defaultTimeout, runs: LitestreamRuns? = nil, user: User? = nil) {
         self.executable = executable
         self.timeout = timeout
         self.runs = runs
+        self.user = user
     }
 
     /// The program's path: `executable` itself when it holds a `/`, else the first match on `PATH`.
@@ -148,11 +166,17 @@ public struct LitestreamProgram: Sendable {
                 .storage,
                 "the litestream program '\(executable)' was not found; install Litestream 0.5 or set replication.litestream.program to its path")
         }
+        var options = PlatformOptions()
+        if let user {
+            options.userID = user.uid
+            options.groupID = user.gid
+            options.supplementaryGroups = [user.gid]
+        }
         let result: ExecutionResult<Void, StringOutput<UTF8>, StringOutput<UTF8>>
         do {
             result = try await Subprocess.run(
                 .path(FilePath(path)), arguments: Arguments(arguments),
-                environment: .inherit.updating(["AWS_CA_BUNDLE": nil]), input: .none,
+                environment: .inherit.updating(["AWS_CA_BUNDLE": nil]), platformOptions: options, input: .none,
                 output: .string(limit: Self.outputLimit), error: .string(limit: Self.outputLimit))
         } catch {
             throw AccountdError(.storage, "running \(path) failed: \(ErrorText.of(error))")

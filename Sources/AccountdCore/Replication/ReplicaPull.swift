@@ -4,8 +4,10 @@ import GRDB
 
 /// Brings an account from a Litestream replica into a data root: `accountd pull` and `Pull`.
 ///
-/// `litestream restore` writes the replica's newest state to a staging file under
-/// `accounts/` (a name no account can have); the copy is then checked like any account
+/// `litestream restore` writes the replica's newest state into a private folder (0700) made
+/// afresh under `accounts/` (a name no account can have), where no one else can plant a
+/// link for it to follow (run as root on another user's data root, Litestream runs as that
+/// user: ``DataRoot/foreignOwner()``); the copy is then checked like any account
 /// file (an accountd file, bound to this account, at a version the caller accepts, whole by
 /// SQLite's `integrity_check`), put in WAL mode, made durable, and linked into place with
 /// `link()`, which never replaces a file. An account that already has a file is refused
@@ -65,10 +67,14 @@ public struct ReplicaPull: Sendable {
                 account: account.rawValue, file: path)
         }
         // Whatever an earlier pull left there (a file, a folder, a link) goes first, and what
-        // this one leaves goes in finish or discard, without following a link.
-        try root.clearStaging(account, .pulling)
+        // this one leaves goes in finish or discard, without following a link. Litestream
+        // writes into a private folder made afresh: no name it writes through can be planted.
+        let temp = try root.makeLitestreamStaging(account, .pulling)
         let config = try writeConfiguration(replica.account(account))
-        return Staged(account: account, source: replica.account(account), temp: root.stagingPath(account, .pulling), config: config)
+        // Litestream run as the data root's owner (root running the offline tool) must reach
+        // its configuration and folder.
+        if litestream.user != nil { try root.keepOwner() }
+        return Staged(account: account, source: replica.account(account), temp: temp, config: config)
     }
 
     /// A pull's second step: `litestream restore` of the replica into the staging file.
@@ -162,18 +168,18 @@ public struct ReplicaPull: Sendable {
     /// - Throws: `accountCorrupt` when it is a link or not a regular file; `storage` when it
     ///   cannot be opened or changed.
     private func makePrivate(_ account: AccountName, staged temp: String) throws {
-        guard let accounts = try root.accountsFolder(for: account) else {
+        guard let staging = try root.accountsFolder(for: account)?.subfolder(root.stagingName(account, .pulling), account: account) else {
             throw AccountdError.storage("opening the folder of", path: temp, errno: ENOENT)
         }
-        let name = root.stagingName(account, .pulling)
-        switch accounts.entry(name) {
+        let name = (temp as NSString).lastPathComponent
+        switch staging.entry(name) {
         case .regularFile: break
         case .symlink:
             throw AccountdError.corrupt(account, path: temp, "is a symbolic link where Litestream's copy should be; accountd never follows links inside the data root")
         default:
             throw AccountdError.corrupt(account, path: temp, "is not a regular file where Litestream's copy should be")
         }
-        let fd = try accounts.openFile(name, O_RDONLY)
+        let fd = try staging.openFile(name, O_RDONLY)
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {

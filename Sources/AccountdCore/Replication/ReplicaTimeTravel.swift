@@ -4,8 +4,8 @@ import Foundation
 /// An account as its Litestream replica had it at a past time: `Restore {account, at}`.
 ///
 /// `litestream restore -timestamp` (by the replica's URL, through ``ReplicaCommand``) writes
-/// the replica's state at that time into a staging file under `accounts/`
-/// (`.<account>.sqlite.rewinding`, a name no account can have). A dry run first says which of
+/// the replica's state at that time into a private folder made afresh under `accounts/`
+/// (`.<account>.sqlite.rewinding/`, a name no account can have, where no one else can plant a link). A dry run first says which of
 /// Litestream's files the state is made of, and so the time it really has: the newest of those
 /// files' timestamps, which is at or before the time asked for. The copy is then checked like a
 /// pulled file (a regular file, made private; an accountd file bound to this account at a
@@ -51,9 +51,9 @@ public struct ReplicaTimeTravel: Sendable {
     ) async throws -> Fetched {
         let source = replica.account(account)
         let shown = replica.redact(source)
-        let temp = root.stagingPath(account, .rewinding)
         let root = self.root
-        try await blocking.run { try root.clearStaging(account, .rewinding) }
+        // A private folder made afresh: no name Litestream writes through can be planted.
+        let temp = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
         do {
             let timestamp = LitestreamTime.format(at)
             let plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
@@ -61,7 +61,7 @@ public struct ReplicaTimeTravel: Sendable {
             guard let printed = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
             let stateTime = try await preciseTime(
                 of: plan.parsed?["max_txid"]?.stringValue, printed: printed, asked: at, source: source, into: temp, on: blocking)
-            try await blocking.run { try root.clearStaging(account, .rewinding) }
+            _ = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
             let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
             guard run.status == 0 else {
                 throw AccountdError(
@@ -152,7 +152,7 @@ public struct ReplicaTimeTravel: Sendable {
     /// the earliest time there is), nothing in the replica at all, or Litestream's own words.
     private func refusal(_ account: AccountName, at: Date, source: String, said: String, on blocking: some BlockingRunner) async throws -> AccountdError {
         let shown = replica.redact(source)
-        guard let earliest = try await earliestState(source: source, into: root.stagingPath(account, .rewinding), on: blocking) else {
+        guard let earliest = try await earliestState(source: source, into: root.litestreamOutputPath(account, .rewinding), on: blocking) else {
             return AccountdError(
                 .accountNotFound, "the replica \(shown) holds nothing for account \(account); there is nothing to restore from it",
                 account: account.rawValue, file: shown)

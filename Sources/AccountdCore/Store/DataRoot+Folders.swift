@@ -38,15 +38,16 @@ extension DataRoot {
     }
 
     /// Removes what an earlier, interrupted operation left at the staging name of `account`
-    /// and beside it (`-wal`, `-shm`, `-journal`), whatever it is: a file, a folder with what
-    /// is in it, or a link (the link itself, never what it points to).
+    /// and beside it (`-wal`, `-shm`, `-journal`, and `.tmp`, where Litestream wrote before it
+    /// restored into a private folder), whatever it is: a file, a folder with what is in it,
+    /// or a link (the link itself, never what it points to).
     ///
     /// - Throws: `accountCorrupt` when `accounts/` is a link; `storage` when a leftover
     ///   cannot be removed.
     func clearStaging(_ account: AccountName, _ staging: Staging) throws {
         guard let accounts = try accountsFolder(for: account) else { return }
         let name = stagingName(account, staging)
-        for suffix in ["", "-wal", "-shm", "-journal"] { try accounts.remove(name + suffix) }
+        for suffix in ["", "-wal", "-shm", "-journal", ".tmp"] { try accounts.remove(name + suffix) }
     }
 
     /// Makes `tmp/` (0700) when it is missing, at start, so that an import (which builds its

@@ -27,7 +27,7 @@ enum GrantConfig {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw SettingsLoader.Failure(description: "config file \(file) is not valid YAML: \(error)")
+            throw YAMLProblem.failure(error, file: file, text: text)
         }
         guard let section = root?["access"]?["grants"], section.null == nil else { return [] }
         guard let items = section.sequence else {

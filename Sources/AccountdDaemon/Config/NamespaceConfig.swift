@@ -21,7 +21,7 @@ enum NamespaceConfig {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw SettingsLoader.Failure(description: "config file \(file) is not valid YAML: \(error)")
+            throw YAMLProblem.failure(error, file: file, text: text)
         }
         guard let section = root?["namespaces"] else { return NamespaceDeclaration.defaults }
         guard let mapping = section.mapping else {

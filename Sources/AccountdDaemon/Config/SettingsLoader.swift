@@ -101,7 +101,7 @@ public struct SettingsLoader: Sendable {
             do {
                 root = try Yams.compose(yaml: text)
             } catch {
-                throw Failure(description: "config file \(path) is not valid YAML: \(error)")
+                throw YAMLProblem.failure(error, file: path, text: text)
             }
             fileIsEmpty = root == nil
             try SettingKeys.check(root, file: path)

@@ -20,6 +20,8 @@ struct ReplicationService: Sendable {
     /// The `litestream` children running for this daemon (pulls, restores, looks at the
     /// replica), which shutdown stops at once (``stopLitestream()``).
     let runs: LitestreamRuns
+    /// The last upload of each account Litestream reported: the lag while it does not answer.
+    let uploads = UploadMemory()
 
     init(
         settings: ReplicationSettings?, root: DataRoot, logger: Logger, statusCache: LitestreamStatusCache = LitestreamStatusCache(),
@@ -126,7 +128,9 @@ struct ReplicationService: Sendable {
     ///
     /// When Litestream is not running (no socket, or nothing listening on it), every account
     /// is `not-replicated`; when it runs but does not answer in time (or fails), `litestream`
-    /// is false and every account's status is `unknown`.
+    /// is false and every account's status is `unknown`. Either way each account's
+    /// `secondsBehind` is the time since its last upload Litestream reported to this daemon
+    /// (or since the daemon started): it grows while nothing is shipped (``UploadMemory``).
     func status(accounts: [AccountName], now: Date = Date()) async -> ReplicationReply {
         guard let current = settings.current else {
             return ReplicationReply(enabled: false, replica: nil, litestream: false, accounts: accounts.map {
@@ -134,11 +138,16 @@ struct ReplicationService: Sendable {
             })
         }
         let replica = current.replica.redacted
+        // Litestream down or silent: each account's lag is the time since its last upload seen
+        // here, growing; never none.
+        let unseen = { [uploads, root] (account: AccountName) -> Double in
+            uploads.secondsSinceUpload((root.accountPath(account) as NSString).standardizingPath, now: now)
+        }
         guard LitestreamControl(socketPath: current.controlSocketPath).isPresent else {
             return ReplicationReply(
                 enabled: true, replica: replica, litestream: false,
                 accounts: accounts.map {
-                    ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: unseen($0))
                 }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         let logger = logger
@@ -156,12 +165,13 @@ struct ReplicationService: Sendable {
             return ReplicationReply(
                 enabled: true, replica: replica, litestream: false,
                 accounts: accounts.map {
-                    ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: nil)
+                    ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: unseen($0))
                 }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         // Litestream names each database by its cleaned absolute path.
         var known: [String: LitestreamControl.Database] = [:]
         for database in databases { known[(database.path as NSString).standardizingPath] = database }
+        uploads.remember(known.compactMapValues(\.lastSyncAt))
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let threshold = Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds)

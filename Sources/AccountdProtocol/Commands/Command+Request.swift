@@ -55,7 +55,8 @@ extension Command {
             var at: ReplicaTime?
             if let text = try parameters.string("at") {
                 guard let time = ReplicaTime(text) else {
-                    throw .invalidParameter("at", "at '\(text.prefix(40))' is not an RFC 3339 time; give e.g. 2026-01-31T09:30:00Z")
+                    let why = ReplicaTime.impossibility(in: text).map { " (\($0))" } ?? ""
+                    throw .invalidParameter("at", "at '\(text.prefix(40))' is not an RFC 3339 time\(why); give e.g. 2026-01-31T09:30:00Z")
                 }
                 guard snapshot == nil else {
                     throw .invalidParameter("at", "Restore takes either snapshot (a local snapshot) or at (a time in the replica), not both")

@@ -61,9 +61,12 @@ public enum Daemon {
                 return .failure(error)
             }
         }
-        // Every accepted Set is committed and the tables closed while the pool still runs.
-        await preferences.closeAll()
-        try? await pool.shutdown()
+        // Every accepted Set is committed and the tables closed while the pool still runs; past
+        // the grace, the daemon exits whatever the pool's threads are doing (ShutdownDeadline).
+        await ShutdownDeadline.drain(logger: logger) {
+            await preferences.closeAll()
+            try? await pool.shutdown()
+        }
         try served.get()
         logger.notice("accountd stopped")
     }
@@ -146,7 +149,8 @@ public enum Daemon {
         let streams = settings.streams
         return DataService.Limits(
             timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows, statementsPerUid: streams.statements(poolThreads: poolThreads),
-            streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports)
+            streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports,
+            replyBytes: streams.replyBytes, replyBytesPerUid: streams.replyBytesPerUid)
     }
 
     /// Finishes a purge that a crash or a failed deletion interrupted, its name erased from

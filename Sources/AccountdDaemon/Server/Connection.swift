@@ -227,9 +227,14 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
-    /// Closes the connection after ``closingGrace``, whatever it is doing then.
+    /// Closes the connection after ``closingGrace``, whatever it is doing then; a request still
+    /// running then (a statement inside one long SQLite step) is answered `ShuttingDown` first.
     private func closeLater(_ context: ChannelHandlerContext) {
-        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) {
+        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) { [self] in
+            if case .running = machine.state {
+                dispatcher.refuse(refused(.shuttingDown), line: nil, framing: framing, writer: writer)
+                writer.flush()
+            }
             context.close(promise: nil)
         }
         context.channel.closeFuture.whenComplete { _ in deadline.cancel() }

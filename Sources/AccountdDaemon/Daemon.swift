@@ -72,12 +72,15 @@ public enum Daemon {
                 return .failure(error)
             }
         }
-        // Every accepted Set is committed and the tables closed while the pool still runs.
-        await preferences.closeAll()
-        try? await pool.shutdown()
-        // A stream cancelled at the end of shutdown's grace may not have unwound yet: its
-        // staged copy goes now, not at the next start (no pool work runs any more).
-        do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        // Every accepted Set is committed and the tables closed while the pool still runs; past
+        // the grace, the daemon exits whatever the pool's threads are doing (ShutdownDeadline).
+        await ShutdownDeadline.drain(logger: logger) {
+            await preferences.closeAll()
+            try? await pool.shutdown()
+            // A stream cancelled at the end of shutdown's grace may not have unwound yet: its
+            // staged copy goes now, not at the next start (no pool work runs any more).
+            do { try root.clearStagedExports() } catch { logger.warning("\(error)") }
+        }
         try served.get()
         logger.notice("accountd stopped")
     }
@@ -160,7 +163,8 @@ public enum Daemon {
         let streams = settings.streams
         return DataService.Limits(
             timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows, statementsPerUid: streams.statements(poolThreads: poolThreads),
-            streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports)
+            streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports,
+            replyBytes: streams.replyBytes, replyBytesPerUid: streams.replyBytesPerUid)
     }
 
     /// Finishes a purge that a crash or a failed deletion interrupted, its name erased from

@@ -49,6 +49,12 @@ extension SQLConnection {
             }
         }
 
+        /// Marks the statement as one that needs more than a bounded use may give (its rows
+        /// are too large for an event loop): the next ones run where they may wait from the start.
+        public func ranOverBudget() {
+            connection.ranOverBudget(sql)
+        }
+
         /// Steps rows into `take` until it returns true (its page is full) or the rows end, in
         /// one pool job of a cursor read over several (``SQLConnection/pagedQuery(_:timeout:stop:)``).
         /// Only the time SQLite spends stepping (and reading the row's values) counts against

@@ -110,11 +110,18 @@ extension DaemonSettings {
         public var stagedExportsPerUid = 2
         /// How many `Export sqlite` copies may be staged at once in all (`limits.stagedExports`, default 8).
         public var stagedExports = 8
+        /// How many bytes of `Query` replies not yet read by their clients the daemon holds at
+        /// once in all (`limits.replyBytes`, default 512 MiB); a reply past it gets `AccountBusy`.
+        public var replyBytes = 512 << 20
+        /// The same for one caller uid (`limits.replyBytesPerUid`, default 128 MiB).
+        public var replyBytesPerUid = 128 << 20
 
         public init(
             streamStallSeconds: Double = 30, statementsPerUid: Int = 0, maxConnectionsPerUid: Int = 0, stagedExportsPerUid: Int = 2,
-            stagedExports: Int = 8
+            stagedExports: Int = 8, replyBytes: Int = 512 << 20, replyBytesPerUid: Int = 128 << 20
         ) {
+            self.replyBytes = replyBytes
+            self.replyBytesPerUid = replyBytesPerUid
             self.streamStallSeconds = streamStallSeconds
             self.statementsPerUid = statementsPerUid
             self.maxConnectionsPerUid = maxConnectionsPerUid

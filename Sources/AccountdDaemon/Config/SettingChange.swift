@@ -41,6 +41,8 @@ struct SettingChange: Sendable, CustomStringConvertible {
         compare("limits.maxConnectionsPerUid", \.streams.maxConnectionsPerUid, reload: false)
         compare("limits.stagedExportsPerUid", \.streams.stagedExportsPerUid, reload: false)
         compare("limits.stagedExports", \.streams.stagedExports, reload: false)
+        compare("limits.replyBytes", \.streams.replyBytes, reload: false)
+        compare("limits.replyBytesPerUid", \.streams.replyBytesPerUid, reload: false)
         compare("accounts.lockTimeoutSeconds", \.lockTimeoutSeconds, reload: true, text: number)
         compare("accounts.snapshotsToKeep", \.snapshotsToKeep, reload: true)
         compare("accounts.snapshotMaxAgeDays", \.snapshotMaxAgeDays, reload: true)

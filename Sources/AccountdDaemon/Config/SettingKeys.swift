@@ -18,7 +18,7 @@ enum SettingKeys {
         "requests.maxBytes",
         "limits.maxConnections", "limits.idleTimeoutSeconds", "limits.queryTimeoutMs", "limits.queryMaxRows",
         "limits.streamStallSeconds", "limits.statementsPerUid", "limits.maxConnectionsPerUid", "limits.adminReservedConnections", "limits.stagedExportsPerUid",
-        "limits.stagedExports",
+        "limits.stagedExports", "limits.replyBytes", "limits.replyBytesPerUid",
         "accounts.lockTimeoutSeconds", "accounts.snapshotsToKeep", "accounts.snapshotMaxAgeDays",
         "accounts.checkIntegrityOnOpen", "accounts.migrateConcurrency", "accounts.walMaxBytes",
         "metrics.accountLabels",

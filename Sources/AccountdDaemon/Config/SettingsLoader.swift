@@ -170,6 +170,8 @@ public struct SettingsLoader: Sendable {
             "limits.maxConnectionsPerUid": .init(.int(0), isSecret: false),
             "limits.stagedExportsPerUid": .init(.int(2), isSecret: false),
             "limits.stagedExports": .init(.int(8), isSecret: false),
+            "limits.replyBytes": .init(.int(512 << 20), isSecret: false),
+            "limits.replyBytesPerUid": .init(.int(128 << 20), isSecret: false),
             "replication.litestream.syncIntervalSeconds": .init(.double(1), isSecret: false),
             "replication.litestream.program": .init(.string("litestream"), isSecret: false),
             "replication.litestream.onCreate": .init(.string("refuse"), isSecret: false),
@@ -286,14 +288,16 @@ public struct SettingsLoader: Sendable {
     }
 
     /// The fair shares and the bounds of streamed replies (`limits.streamStallSeconds`,
-    /// `limits.statementsPerUid`, `limits.maxConnectionsPerUid`, `limits.stagedExports*`).
+    /// `limits.statementsPerUid`, `limits.maxConnectionsPerUid`, `limits.stagedExports*`, `limits.replyBytes*`).
     private func streamLimits(_ reader: SettingsReader) throws -> DaemonSettings.StreamLimits {
         DaemonSettings.StreamLimits(
             streamStallSeconds: try reader.seconds("limits.streamStallSeconds", 0.1...86_400),
             statementsPerUid: try reader.int("limits.statementsPerUid", 0...100_000),
             maxConnectionsPerUid: try reader.int("limits.maxConnectionsPerUid", 0...100_000),
             stagedExportsPerUid: try reader.int("limits.stagedExportsPerUid", 1...10_000),
-            stagedExports: try reader.int("limits.stagedExports", 1...100_000))
+            stagedExports: try reader.int("limits.stagedExports", 1...100_000),
+            replyBytes: try reader.int("limits.replyBytes", (1 << 20)...(1 << 40)),
+            replyBytesPerUid: try reader.int("limits.replyBytesPerUid", (1 << 20)...(1 << 40)))
     }
 
     /// `accounts.lockTimeoutSeconds`: at most an hour.

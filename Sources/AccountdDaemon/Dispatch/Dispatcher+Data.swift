@@ -4,12 +4,13 @@ import AccountdProtocol
 extension Dispatcher {
     /// `Query`: with `more`, `{columns}`, `{rows}` chunks and `{rowCount, truncated}`, a page per
     /// pool job (``DataService/stream(_:_:limit:uid:to:allowed:)``); without, one reply of at
-    /// most `limits.queryMaxRows` rows (fewer with `maxRows`). With `migrate: false` (an
+    /// most `limits.queryMaxRows` rows (fewer with `maxRows`), made and encoded on the pool and
+    /// bounded by the reply budget (``ReplyBudget``); nil when it was written already. With `migrate: false` (an
     /// admin's), an outdated file is read at its stored version.
     func query(
         _ account: AccountName?, _ statement: SQLStatement, maxRows: Int?, migrate: Bool = true, more: Bool, peer: PeerCredentials,
         writer: ReplyWriter
-    ) async throws -> Reply {
+    ) async throws -> Reply? {
         let data = services.data
         if more {
             try await writer.flush()
@@ -19,12 +20,22 @@ extension Dispatcher {
             }
             return Reply(try await data.stream(account, statement, limit: maxRows, migrate: migrate, uid: peer.uid, to: replyStream(writer), allowed: allowed))
         } else {
+            // Made and encoded on the pool, counted in the caller's reply budget until the socket has it.
             let limit = min(maxRows ?? data.limits.maxRows, data.limits.maxRows)
-            let sink = WholeQuery(limit: limit, isGone: writer.isClientGone)
-            let reply = try await data.query(account, statement, migrate: migrate, uid: peer.uid, sink: sink)
+            let lease = data.replies.lease(for: peer.uid, account: account)
+            let sink = EncodedQuery(rows: WholeQuery(limit: limit, isGone: writer.isClientGone, lease: lease), lease: lease)
+            let answer = try await data.query(account, statement, migrate: migrate, uid: peer.uid, sink: sink)
             // A reload that revoked the grant while the statement ran: its rows are not sent.
             if let account { try check(.read(account), for: .query, peer: peer) }
-            return Reply(reply)
+            switch answer {
+            case .reply(let reply):
+                return Reply(reply)
+            case .bytes(let bytes, let lease):
+                // Written alone, after the replies before it; the connection reads and answers
+                // nothing more until the socket has taken it (its channel is not writable).
+                writer.start(bytes).whenComplete { _ in lease.release() }
+                return nil
+            }
         }
     }
 

@@ -188,15 +188,16 @@ struct Dispatcher: Sendable {
 
     /// Runs `body` in a task on the connection's event loop, for a call that waits (for a
     /// lock, SQLite, the disk). `body` may stream replies through its ``ReplyWriter``; it
-    /// returns the last one, which the funnel writes.
-    func task(_ call: Call, _ writer: ConnectionWriter, _ body: @escaping @Sendable (ReplyWriter) async throws -> Reply) -> Response {
+    /// returns the last one, which the funnel writes, or nil when it wrote it itself (a large
+    /// `Query` reply, made off the event loop).
+    func task(_ call: Call, _ writer: ConnectionWriter, _ body: @escaping @Sendable (ReplyWriter) async throws -> Reply?) -> Response {
         // What was answered before this call goes out now, not once it is done.
         writer.flush()
         let replies = ReplyWriter(writer, dropping: call.oneway)
         let bound = NIOLoopBound(writer, eventLoop: writer.loop)
         let loop = writer.loop
         writer.requestTask = Task(executorPreference: writer.executor) {
-            let outcome: Result<Reply, any Error>
+            let outcome: Result<Reply?, any Error>
             do {
                 outcome = .success(try await body(replies))
             } catch {
@@ -205,7 +206,7 @@ struct Dispatcher: Sendable {
             loop.execute {
                 let writer = bound.value
                 writer.requestTask = nil
-                finish(call, outcome, writer: writer)
+                finish(call.command.method, account: call.command.account, since: call.received, oneway: call.oneway, outcome, writer: writer)
                 writer.requestEnded()
             }
         }
@@ -240,8 +241,8 @@ struct Dispatcher: Sendable {
             services.metrics.request(method, outcome: "ClientGone", since: received)
             return .answered
         case .failure(is CancellationError):
-            // Cancelled with its connection, closed at the end of shutdown's grace: no one to answer.
-            services.metrics.request(method, outcome: "ShuttingDown", since: received)
+            // Cancelled with its connection, closed at the end of shutdown's grace, which
+            // answered and counted it `ShuttingDown` (Connection.closeLater).
             return .answered
         case .failure(let error):
             reply = ErrorMapping.reply(for: error, method: method, account: account, logger: logger)

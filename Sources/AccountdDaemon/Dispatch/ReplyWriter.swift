@@ -71,6 +71,15 @@ struct ReplyWriter: Sendable {
         return loop.flatSubmit { writer.value.write(ByteBuffer(bytes: bytes)) }
     }
 
+    /// Hands framed reply bytes made off the event loop (a large `Query` reply) to the
+    /// connection's writer, after the replies sent before, without copying them on the loop;
+    /// the future completes once the socket has taken them, or fails if it never will.
+    func start(_ bytes: ByteBuffer) -> EventLoopFuture<Void> {
+        guard let writer else { return loop.makeSucceededVoidFuture() }
+        if loop.inEventLoop { return writer.value.write(bytes) }
+        return loop.flatSubmit { writer.value.write(bytes) }
+    }
+
     /// Suspends until `write` (from ``start(_:)``) is handed to the socket.
     ///
     /// - Throws: ``ClientGone`` when the client went away; ``ReplyStalled`` when the client

@@ -227,10 +227,15 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
         written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
-    /// Closes the connection after ``closingGrace``, whatever it is doing then, and cancels
-    /// the request it still runs, so that the daemon's stop waits for neither.
+    /// Closes the connection after ``closingGrace``, whatever it is doing then: a request still
+    /// running then (a statement inside one long SQLite step) is answered `ShuttingDown` and its
+    /// task cancelled, so that the daemon's stop waits for neither.
     private func closeLater(_ context: ChannelHandlerContext) {
         let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closingGrace) { [self] in
+            if case .running = machine.state {
+                dispatcher.refuse(refused(.shuttingDown), line: nil, framing: framing, writer: writer)
+                writer.flush()
+            }
             writer.cancelRequest()
             context.close(promise: nil)
         }

@@ -38,6 +38,10 @@ final class DataService: Sendable {
         var stagedExportsPerUid = 2
         /// `limits.stagedExports`: the copies `Export sqlite` stages at once in all.
         var stagedExports = 8
+        /// `limits.replyBytes`: the bytes of `Query` replies held for their clients at once in all (``ReplyBudget``).
+        var replyBytes = 512 << 20
+        /// `limits.replyBytesPerUid`: the same for one caller uid.
+        var replyBytesPerUid = 128 << 20
     }
 
     /// How many bytes of rows one streamed `Query` reply carries at most (about).
@@ -52,6 +56,8 @@ final class DataService: Sendable {
     private let batches = ExecuteBatches()
     /// Each caller uid's share of the pool for statements.
     let shares: UidShares
+    /// The bytes of `Query` replies held for clients that have not read them (``ReplyBudget``).
+    let replies: ReplyBudget
     /// Whether the data root's folders or handoff records changed; nil: checked on every read.
     private let watch: DataRootWatch?
 
@@ -63,6 +69,7 @@ final class DataService: Sendable {
         self.pool = pool
         self.hub = hub
         shares = UidShares(perUid: limits.statementsPerUid)
+        replies = ReplyBudget(total: limits.replyBytes, perUid: limits.replyBytesPerUid)
         self.watch = DataRootWatch(root: stores.current.root.path)
     }
 
@@ -234,7 +241,7 @@ final class DataService: Sendable {
         defer { connections.giveBack(connection, account: account, broken: broken, closer: { [pool] in pool.submit($0) }) }
         do {
             guard let cursor = try connection.queryAtOnce(statement) else { return nil }
-            let sink = WholeQuery(limit: min(maxRows ?? limits.maxRows, limits.maxRows), isGone: { false })
+            let sink = WholeQuery(limit: min(maxRows ?? limits.maxRows, limits.maxRows), isGone: { false }, atOnceBytes: ReplyBudget.unbudgetedBytes)
             return .success(try sink.run(cursor, connection: connection))
         } catch is SQLOverBudget {
             return nil

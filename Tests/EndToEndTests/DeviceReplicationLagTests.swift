@@ -10,12 +10,8 @@ import Testing
 struct DeviceReplicationLagTests {
     @Test func aFrozenStoreShowsDeviceWideLagToo() throws {
         let dir = TestDirectory()
-        let store = try SeaweedStore(directory: dir.sub("weed"))
-        let (daemon, process) = try ObjectStoreReplicationTests.host(
-            dir, "host-a", replica: store.replica("host-a"), bundle: try ObjectStoreReplicationTests.bundle(dir))
-        let litestream = try #require(process)
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        let host = try ReplicatingHost(dir)
+        let (store, daemon, litestream, client) = (host.store, host.daemon, host.litestream, host.client)
         let set = try client.callOne(E2E.request("Set", [("namespace", "switch"), ("key", "kiosk"), ("value", "lobby")]))
         try #require(set.error == nil, "\(set)")
         try litestream.syncAndWait(daemon.accountPath("alice"))

@@ -31,8 +31,9 @@ struct LargeReplyTests {
             input.fileHandleForWriting.write(Data((line + "\n").utf8))
         }
 
+        /// Kills it: a child of the test runner may inherit SIGTERM blocked, and would not stop.
         func stop() {
-            if process.isRunning { process.terminate() }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }

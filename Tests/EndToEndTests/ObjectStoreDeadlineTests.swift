@@ -117,12 +117,8 @@ struct ObjectStoreDeadlineTests {
     /// reports that very time (it used to name the next second, one later than the state's).
     @Test func theEarliestTimeNamedIsTheTimeARestoreThereReports() throws {
         let dir = TestDirectory()
-        let store = try SeaweedStore(directory: dir.sub("weed"))
-        let (daemon, process) = try ObjectStoreReplicationTests.host(
-            dir, "host-a", replica: store.replica("host-a"), bundle: try ObjectStoreReplicationTests.bundle(dir))
-        let litestream = try #require(process)
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        let host = try ReplicatingHost(dir)
+        let (daemon, litestream, client) = (host.daemon, host.litestream, host.client)
         try ReplicationTests.set(client, "word", "one", account: "alice")
         try litestream.syncAndWait(daemon.accountPath("alice"))
         Thread.sleep(forTimeInterval: 2.2)

@@ -89,12 +89,8 @@ struct ObjectStoreDrillTests {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["ACCOUNTD_TEST_MEASURE"] != nil))
     func measureLagAndRestoreTime() throws {
         let dir = TestDirectory()
-        let store = try SeaweedStore(directory: dir.sub("weed"))
-        let replica = store.replica("measure")
-        let (daemon, process) = try ObjectStoreReplicationTests.host(dir, "host-a", replica: replica, bundle: try ObjectStoreReplicationTests.bundle(dir))
-        let litestream = try #require(process)
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        let host = try ReplicatingHost(dir, prefix: "measure")
+        let (replica, daemon, litestream, client) = (host.replica, host.daemon, host.litestream, host.client)
         try litestream.syncAndWait(daemon.accountPath("alice"))
         let source = replica.replacingOccurrences(of: "?", with: "/alice.sqlite?")
         func newestTXID() -> UInt64 {

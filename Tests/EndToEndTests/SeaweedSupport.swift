@@ -131,3 +131,25 @@ extension E2E {
         replicationEnvironment(replica: replica, runDirectory: runDirectory).merging(SeaweedStore.credentials) { $1 }
     }
 }
+
+/// How most object-store tests begin: a SeaweedFS store of its own, one host (`host-a`)
+/// replicating into it with its Litestream running, and alice created there.
+struct ReplicatingHost {
+    let store: SeaweedStore
+    /// The host's replica base URL in the store.
+    let replica: String
+    let daemon: DaemonProcess
+    let litestream: LitestreamProcess
+    let client: RawClient
+
+    /// - Parameter prefix: the replica's prefix in the store's bucket.
+    init(_ dir: borrowing TestDirectory, prefix: String = "host-a") throws {
+        store = try SeaweedStore(directory: dir.sub("weed"))
+        replica = store.replica(prefix)
+        let (daemon, process) = try ObjectStoreReplicationTests.host(dir, "host-a", replica: replica, bundle: try ObjectStoreReplicationTests.bundle(dir))
+        self.daemon = daemon
+        litestream = try #require(process)
+        client = try daemon.client()
+        try #require(try client.callOne("switch alice").parameters["action"] == "created")
+    }
+}

@@ -22,8 +22,13 @@ struct MigrateCommand: AsyncParsableCommand {
             bundle first; the replaced file is kept as a snapshot). Named accounts are \
             reported one per line; with --all, only failures \
             are, beside a progress bar with the rate and the time left. A table of the \
-            failures by error ends the output. Exits 1 when any account failed or was \
-            skipped. Needs an admin peer.
+            failures by error ends the output. A reload that withdraws the bundle the \
+            command runs under (the previous release put back) stops it: the migrations \
+            running roll back whole and are reported interrupted (counted apart from the \
+            accounts that failed), the rest, and any account still waiting for its turn, \
+            skipped, and the summary says which bundle version was withdrawn. Exits 1 when \
+            any account failed, was interrupted or was skipped, or the bundle was \
+            withdrawn. Needs an admin peer.
             """)
 
     @OptionGroup var global: GlobalOptions

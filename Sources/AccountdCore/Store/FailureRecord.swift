@@ -101,7 +101,7 @@ public struct FailureRecord: Sendable {
         guard lstat(unsavedPath, &unsaved) == 0, (unsaved.st_mode & S_IFMT) == S_IFREG else { return false }
         var saved = stat()
         guard lstat(path, &saved) == 0, (saved.st_mode & S_IFMT) == S_IFREG else { return true }
-        return (unsaved.st_mtim.tv_sec, unsaved.st_mtim.tv_nsec) >= (saved.st_mtim.tv_sec, saved.st_mtim.tv_nsec)
+        return (unsaved.st_mtim.tv_sec, unsaved.st_mtim.tv_nsec) > (saved.st_mtim.tv_sec, saved.st_mtim.tv_nsec)
     }
 
     /// The failures recorded in the file at `path`, entry by entry (``load()``).
@@ -170,6 +170,7 @@ public struct FailureRecord: Sendable {
                         : "it could not be kept in \(unsavedPath) either"),
                 keptAside: kept)
         }
-        try FileSystem.removeIfPresent(unsavedPath)
+        // Left behind only if it cannot be removed: older than failures.json, it is not read.
+        try? FileSystem.removeIfPresent(unsavedPath)
     }
 }

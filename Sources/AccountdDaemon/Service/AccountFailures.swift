@@ -130,24 +130,24 @@ final class AccountFailures: Sendable {
 
     private func save(on pool: BlockingPool, logger: Logger) async {
         guard let record else { return }
-        var count = 0
-        do {
-            try await saves.run {
-                let now = self.failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
-                count = now.count
+        // What is held only in memory is decided in turn with the saves, so the last one says it.
+        _ = try? await saves.run {
+            let now = self.failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
+            do {
                 try await pool.run { try record.save(now) }
+                self.unsaved.withLock { $0 = 0 }
+            } catch {
+                // Kept beside it (failures.json.unsaved, read at the next start) it is not lost;
+                // else each record held counts lost in the metrics until a save succeeds.
+                let kept = (error as? FailureRecord.NotSaved)?.keptAside == true
+                let held = max(now.count, 1)
+                self.unsaved.withLock { $0 = kept ? 0 : held }
+                let outlook =
+                    kept
+                    ? "The failed accounts count as they are, also after a restart"
+                    : "The \(held) record(s) count until a restart and are lost then unless a later save succeeds (tried again at each metrics scrape); accountd_failure_records_lost counts them meanwhile"
+                logger.error("the record of failed accounts could not be saved: \(error). \(outlook)")
             }
-            unsaved.withLock { $0 = 0 }
-        } catch {
-            // Kept beside it (failures.json.unsaved, read at the next start) it is not lost; else
-            // each record held counts lost in the metrics until a save succeeds.
-            let kept = (error as? FailureRecord.NotSaved)?.keptAside == true
-            unsaved.withLock { $0 = kept ? 0 : max(count, 1) }
-            let outlook =
-                kept
-                ? "The failed accounts count as they are, also after a restart"
-                : "The \(max(count, 1)) record(s) count until a restart and are lost then unless a later save succeeds (tried again at each metrics scrape); accountd_failure_records_lost counts them meanwhile"
-            logger.error("the record of failed accounts could not be saved: \(error). \(outlook)")
         }
     }
 }

@@ -22,8 +22,13 @@ struct MigrateCommand: AsyncParsableCommand {
             bundle first; the replaced file is kept as a snapshot). Named accounts are \
             reported one per line; with --all, only failures \
             are, beside a progress bar with the rate and the time left. A table of the \
-            failures by error ends the output. Exits 1 when any account failed or was \
-            skipped. Needs an admin peer.
+            failures by error ends the output. A reload that withdraws the bundle the \
+            command runs under (the previous release put back) stops it: the migrations \
+            running roll back whole and are reported interrupted (counted apart from the \
+            accounts that failed), the rest, and any account still waiting for its turn, \
+            skipped, and the summary says which bundle version was withdrawn. Exits 1 when \
+            any account failed, was interrupted or was skipped, or the bundle was \
+            withdrawn. Needs an admin peer.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -100,7 +105,7 @@ struct MigrateCommand: AsyncParsableCommand {
                     Output.json(entry.parameters)
                     continue
                 }
-                if case .failed = entry.outcome { failures.append(entry) }
+                if case .failed = entry.outcome, !entry.interrupted { failures.append(entry) }
                 if let of = entry.of { total = Int64(of) }
                 done += 1
                 let shown = !all || entry.result == "failed"
@@ -116,7 +121,8 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         progress.clear()
         guard let summary else { return }
-        let (failed, skipped) = (summary.failed, summary.skipped)
+        // The accounts that really failed, apart from the migrations a reload interrupted.
+        let (failed, interrupted, skipped) = (summary.failed - summary.interrupted, summary.interrupted, summary.skipped)
         if global.json {
             Output.json(summary.parameters)
         } else {
@@ -125,14 +131,16 @@ struct MigrateCommand: AsyncParsableCommand {
                 "\(count) account\(count == 1 ? "" : "s"): \(summary.migrated) migrated, "
                     + (summary.created > 0 ? "\(summary.created) created, " : "")
                     + (summary.restored > 0 ? "\(summary.restored) restored, " : "")
-                    + "\(summary.current) current, \(failed) failed" + (skipped > 0 ? ", \(skipped) skipped" : ""))
+                    + "\(summary.current) current, \(failed) failed" + (interrupted > 0 ? ", \(interrupted) interrupted" : "")
+                    + (skipped > 0 ? ", \(skipped) skipped" : ""))
             if let stopped = summary.stopped { print(Self.explain(stopped, rollout, summary)) }
             if !failures.isEmpty { Self.failureTable(failures).print() }
         }
-        if failed > 0 || skipped > 0 || summary.stopped == .withdrawn {
+        if failed > 0 || interrupted > 0 || skipped > 0 || summary.stopped == .withdrawn {
             throw ClientError.failed(
                 [summary.stopped == .withdrawn ? "a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) during the rollout" : nil,
                  failed > 0 ? "\(failed) account\(failed == 1 ? "" : "s") failed to migrate" : nil,
+                 interrupted > 0 ? "\(interrupted) interrupted (rolled back, each at its old version)" : nil,
                  skipped > 0 ? "\(skipped) skipped" : nil].compactMap { $0 }.joined(separator: ", "))
         }
     }
@@ -183,9 +191,10 @@ struct MigrateCommand: AsyncParsableCommand {
         }
     }
 
-    /// One account's outcome on a line: `migrated  alice  3 -> 7`, `failed  bob: why`.
+    /// One account's outcome on a line: `migrated  alice  3 -> 7`, `failed  bob: why`,
+    /// `interrupted  carol: why` for a migration a reload withdrawing the bundle stopped.
     static func describe(_ entry: MigrateResult) -> String {
-        var line = Output.pad(entry.result, to: 8) + "  " + entry.account
+        var line = Output.pad(entry.interrupted ? "interrupted" : entry.result, to: 8) + "  " + entry.account
         switch entry.outcome {
         case .done("migrated", let fromVersion, let version), .done("restored", let fromVersion, let version):
             line += "  version \(Output.text(fromVersion)) -> \(version)"

@@ -22,7 +22,8 @@ import Testing
         let snapshot = SnapshotEntry(snapshot: "20260101T000000Z-manual", version: 3, createdAt: "2026-01-01T00:00:00Z", sizeBytes: 4096)
         let edited = EditedMigrationInfo(version: 2, name: "0002_x.sql", appliedSha256: "a", bundleSha256: "b")
         let migrated = MigrateResult(account: "alice", outcome: .done(result: "migrated", fromVersion: 1, version: 3), of: 3)
-        let failed = MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.MigrationFailed", message: "no"))
+        var failed = MigrateResult(account: "bob", outcome: .failed(error: "io.accountd.MigrationFailed", message: "no"))
+        failed.interrupted = true
         let skipped = MigrateResult(account: "carol", outcome: .skipped, of: 3)
         let disk = DiskUseInfo(fileBytes: 4096, walBytes: 0, snapshotBytes: 8192, snapshots: 2, litestreamBytes: 0)
         var daemonStatus = DaemonStatus(active: "alice", state: "failed", version: 3, bundleVersion: 4, problem: "the migration failed")
@@ -71,7 +72,7 @@ import Testing
                     created: 1, restored: 1),
                 {
                     var withdrawn = MigrateSummary(count: 1, migrated: 0, current: 0, failed: 1, stopped: .withdrawn)
-                    (withdrawn.withdrawnVersion, withdrawn.bundleVersion) = (5, 4)
+                    (withdrawn.withdrawnVersion, withdrawn.bundleVersion, withdrawn.interrupted) = (5, 4, 1)
                     return withdrawn
                 }(),
             ],
@@ -134,7 +135,8 @@ import Testing
         let snapshot = SnapshotEntry(snapshot: "s", version: 1, createdAt: "t", sizeBytes: 1)
         let edited = EditedMigrationInfo(version: 2, name: "n", appliedSha256: "a", bundleSha256: "b")
         let migrated = MigrateResult(account: "a", outcome: .done(result: "migrated", fromVersion: 1, version: 2), of: 1)
-        let failed = MigrateResult(account: "a", outcome: .failed(error: "e", message: "m"))
+        var failed = MigrateResult(account: "a", outcome: .failed(error: "e", message: "m"))
+        failed.interrupted = true
         let keys: (JSONValue) -> Set<String> = { Set(($0.objectValue ?? []).map { $0.0 }) }
         #expect(Set(try #require(interface.types["SnapshotEntry"])) == keys(snapshot.parameters))
         #expect(Set(try #require(interface.types["EditedMigration"])) == keys(edited.parameters))

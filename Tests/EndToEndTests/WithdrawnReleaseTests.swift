@@ -45,7 +45,8 @@ import Testing
         let errors = (try? String(contentsOfFile: dir.path + "/accountctl.err", encoding: .utf8)) ?? ""
         #expect(migrate.terminationStatus != 0, "\(output)")
         #expect(output.contains("a reload withdrew bundle version 2"), "\(output)")
-        #expect(output.contains("4 accounts: 0 migrated, 0 current, 1 failed, 3 skipped"), "\(output)")
+        // The one running was interrupted, not failed (hostile34c H5).
+        #expect(output.contains("4 accounts: 0 migrated, 0 current, 0 failed, 1 interrupted, 3 skipped"), "\(output)")
         #expect(!output.contains("migrated  a"), "\(output)")
         #expect(errors.contains("withdrew bundle version 2"), "\(errors)")
         for account in accounts {
@@ -90,5 +91,53 @@ import Testing
         let samples = MetricsTests.samples(try MetricsTests.metrics(daemon))
         #expect(samples["accountd_migrations_running"] == 0, "\(samples)")
         #expect(samples[#"accountd_accounts_by_state{state="failed"}"#] ?? 0 == 0, "\(samples)")
+    }
+
+    /// hostile34c H5: an account the rollout never began (it waited for the active account's
+    /// background migration) is `skipped`, not failed; the interrupted migrations are counted
+    /// apart from real failures.
+    @Test func aNeverBegunAccountIsSkippedAndInterruptedOnesAreNotFailures() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [FleetStopTests.item])
+        let dataRoot = dir.sub("data")
+        for account in ["a1", "a2", "a3"] {
+            try E2E.createOffline(account, dataRoot: dataRoot, bundle: bundle)
+            _ = try E2E.sqlite3(dataRoot + "/accounts/\(account).sqlite", Self.rows)
+        }
+        // a1's turn in the rollout waits for its background migration as long as the test runs.
+        let daemon = try E2E.daemon(directory: dir.path, bundle: bundle, environment: ["ACCOUNTD_ACCOUNTS_LOCK_TIMEOUT_SECONDS": "120"])
+        defer { _ = E2E.stop(daemon) }
+        #expect(try daemon.client().callOne("switch a1").error == nil)
+        // The release: a1, active, migrates in the background, and never ends on its rows.
+        try Files.write(Self.endless, to: bundle + "/migrations/0002_step2.sql")
+        kill(daemon.process.processIdentifier, SIGHUP)
+        let migrating = waitUntil(timeout: 15) { (try? daemon.client().callOne("status"))?.parameters["state"] == "migrating" }
+        #expect(migrating, "\(daemon.log.suffix(2000))")
+        // The rollout: a2 and a3 begin; a1 waits for its background migration.
+        let migrate = try Binaries.start(Binaries.accountctl, ["--socket", daemon.socket, "migrate", "a1", "a2", "a3"], logDirectory: dir.path)
+        defer { _ = E2E.stop(migrate) }
+        let running = waitUntil(timeout: 30) {
+            let client = try? daemon.client()
+            return ["a2", "a3"].allSatisfy { (try? client?.callOne("status \($0)"))??.parameters["state"] == "migrating" }
+        }
+        #expect(running, "\(daemon.log.suffix(2000))")
+        Thread.sleep(forTimeInterval: 1)
+
+        try Self.withdraw(bundle, daemon: daemon)
+        let ended = waitUntil(timeout: 30) { !migrate.isRunning }
+        #expect(ended, "\(daemon.log.suffix(3000))")
+        guard ended else { return }
+        migrate.waitUntilExit()
+        let output = (try? String(contentsOfFile: dir.path + "/accountctl.out", encoding: .utf8)) ?? ""
+        let errors = (try? String(contentsOfFile: dir.path + "/accountctl.err", encoding: .utf8)) ?? ""
+        #expect(migrate.terminationStatus == 1, "\(output)")
+        #expect(output.contains("3 accounts: 0 migrated, 0 current, 0 failed, 2 interrupted, 1 skipped"), "\(output)")
+        #expect(output.split(separator: "\n").contains { $0.hasPrefix("skipped") && $0.hasSuffix("a1") }, "\(output)")
+        #expect(!errors.contains("failed to migrate") && errors.contains("2 interrupted"), "\(errors)")
+        for account in ["a1", "a2", "a3"] {
+            #expect(try E2E.userVersion(dataRoot + "/accounts/\(account).sqlite") == 1, "\(account) stays at its version")
+        }
+        let samples = MetricsTests.samples(try MetricsTests.metrics(daemon))
+        #expect(samples[#"accountd_accounts_by_state{state="failed"}"#] == 0, "\(samples)")
     }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// An account's state is read once (``AccountStore/status(_:)``, which never waits and
 /// never writes) and remembered with the stamps of its file and WAL and the bundle's
 /// version: the next census re-reads only the files that changed since, or all of them
-/// after a reload brought another bundle. Two `lstat` calls per unchanged account, and
+/// after a reload brought another bundle. A stamp holds the status-change time
+/// (``FileStamp``), so a write whose modification time was put back is seen too. Two `lstat` calls per unchanged account, and
 /// one small entry each in memory; entries of accounts that are gone are dropped.
 public final class AccountCensus: Sendable {
     private struct Entry: Sendable {
@@ -45,10 +46,11 @@ public final class AccountCensus: Sendable {
             } else {
                 let state = store.status(account, locks: locks).state
                 // Stamped again after the read, which may leave an empty `-wal` beside the file:
-                // the next census finds it unchanged. A file that changed during the read is
+                // the next census finds it unchanged. A file that changed during the read, or
+                // so shortly before it that a write right after would keep its stamp, is
                 // stamped as unknown, to be read again next time.
                 let after = FileStamp(path: path)
-                let unchanged = after == main
+                let unchanged = after == main && after?.settled() == true
                 next[account] = Entry(
                     main: unchanged ? after : nil, wal: unchanged ? FileStamp(path: path + "-wal") : nil, target: store.targetVersion,
                     state: state)

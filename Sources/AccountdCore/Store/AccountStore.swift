@@ -410,12 +410,13 @@ public final class AccountStore: Sendable {
             return cached.facts
         }
         let facts = try AccountInspector.inspect(path: path, account: account, deep: false, usable: isUsable, busy: busy ?? options.lockTimeout)
-        // Remembered only when neither file changed while it was read, so that what was read
-        // is what the stamps describe; but a read-only connection leaves an empty `-wal` where
-        // there was none, which changes nothing read. (``open(_:create:holding:progress:)``
+        // Remembered only when neither file changed while it was read (nor just before it, see
+        // ``FileStamp/settled(margin:)``), so that what was read is what the stamps describe;
+        // but a read-only connection leaves an empty `-wal` where there was none, which
+        // changes nothing read. (``open(_:create:holding:progress:)``
         // still scans a file remembered this way once, as ``checked`` does not have it.)
         let walAfter = FileStamp(path: path + "-wal")
-        if let main, main == FileStamp(path: path), walAfter == wal || (wal == nil && walAfter?.size == 0) {
+        if let main, main == FileStamp(path: path), main.settled(), walAfter == wal || (wal == nil && walAfter?.size == 0) {
             known.withLock { $0[account] = (main, walAfter, facts) }
         }
         return facts

@@ -54,6 +54,15 @@ extension SchemaBundle {
 }
 
 extension AccountdError {
+    /// Whether this says an account was not begun at all because a reload withdrew the bundle
+    /// before its turn came (``withdrawnBeforeOpen(_:bundle:path:)``): a rollout reports it
+    /// `skipped`, not failed. A migration that was stopped says the version it stayed at.
+    public var isWithdrawnBeforeOpen: Bool { kind == .withdrawn && fromVersion == nil }
+
+    /// Whether this says a migration was stopped, rolled back whole, because a reload withdrew
+    /// its bundle (``withdrawnMigration(_:bundle:from:file:line:)``): interrupted, not the account's failure.
+    public var isWithdrawnMigration: Bool { kind == .withdrawn && fromVersion != nil }
+
     /// `account` was not opened under `bundle` because a reload withdrew it before the account's turn came.
     static func withdrawnBeforeOpen(_ account: AccountName, bundle: SchemaBundle, path: String) -> AccountdError {
         AccountdError(

@@ -31,7 +31,20 @@ public struct FailureRecord: Sendable {
         }
     }
 
+    /// A save that could not replace `failures.json`.
+    public struct NotSaved: Error, CustomStringConvertible {
+        /// What failed, and where the record went.
+        public var message: String
+        /// Whether the record was kept in ``FailureRecord/unsavedPath``, to be read at the next start.
+        public var keptAside: Bool
+        public var description: String { message }
+    }
+
     public let path: String
+    /// Where a save that could not replace ``path`` keeps the record instead, when it can
+    /// (`failures.json.unsaved`): ``load()`` reads it back at the next start, and the next
+    /// save that replaces ``path`` removes it.
+    public var unsavedPath: String { path + ".unsaved" }
 
     public init(root: DataRoot) { path = root.path + "/failures.json" }
 
@@ -43,6 +56,11 @@ public struct FailureRecord: Sendable {
         public var skipped: [(account: String, reason: String)] = []
         /// Where a file that was not a JSON object at all was moved aside, its records lost.
         public var movedAside: String?
+        /// True when the failures were read from ``FailureRecord/unsavedPath``: the last save
+        /// could not replace `failures.json`, and the record it kept beside it is newer.
+        public var fromUnsaved = false
+        /// The temporary files of saves that did not finish, removed at load.
+        public var leftovers: [String] = []
 
         /// How many records were lost: the entries skipped, and a file moved aside counts one.
         public var lost: Int { skipped.count + (movedAside == nil ? 0 : 1) }
@@ -58,8 +76,36 @@ public struct FailureRecord: Sendable {
     /// all is moved aside to `failures.json.damaged-<time>` (kept for whoever looks into it,
     /// and never overwritten by the next save), named in ``Loaded/movedAside``.
     ///
+    /// A record kept in ``unsavedPath`` by a save that could not replace `failures.json` is
+    /// read instead when it is the newer of the two (or `failures.json` is not a file), and
+    /// the temporary files of saves that did not finish are removed (``Loaded/leftovers``).
+    /// Call it at start only, before any save.
+    ///
     /// - Throws: `storage` when the file cannot be read, or a damaged one cannot be moved aside.
     public func load() throws -> Loaded {
+        let leftovers = FileSystem.removeWriteLeftovers(of: path) + FileSystem.removeWriteLeftovers(of: unsavedPath)
+        var loaded: Loaded
+        if unsavedIsNewer() {
+            loaded = try read(unsavedPath)
+            loaded.fromUnsaved = true
+        } else {
+            loaded = try read(path)
+        }
+        loaded.leftovers = leftovers
+        return loaded
+    }
+
+    /// Whether ``unsavedPath`` holds a record newer than ``path``'s (or ``path`` is not a file).
+    private func unsavedIsNewer() -> Bool {
+        var unsaved = stat()
+        guard lstat(unsavedPath, &unsaved) == 0, (unsaved.st_mode & S_IFMT) == S_IFREG else { return false }
+        var saved = stat()
+        guard lstat(path, &saved) == 0, (saved.st_mode & S_IFMT) == S_IFREG else { return true }
+        return (unsaved.st_mtim.tv_sec, unsaved.st_mtim.tv_nsec) > (saved.st_mtim.tv_sec, saved.st_mtim.tv_nsec)
+    }
+
+    /// The failures recorded in the file at `path`, entry by entry (``load()``).
+    private func read(_ path: String) throws -> Loaded {
         guard FileSystem.exists(path) else { return Loaded() }
         let data: Data
         do {
@@ -100,13 +146,31 @@ public struct FailureRecord: Sendable {
         }
     }
 
-    /// Replaces the record with `failures` (the file goes when there are none). Blocking.
+    /// Replaces the record with `failures` (the file goes when there are none), and removes
+    /// a record kept in ``unsavedPath`` before. Blocking.
     ///
-    /// - Throws: `storage` when it cannot be written.
+    /// When `failures.json` cannot be replaced (a full disk, a folder in its place), the record
+    /// is kept in ``unsavedPath`` if that can be written, for ``load()`` at the next start; no
+    /// temporary file is left either way.
+    ///
+    /// - Throws: ``NotSaved`` when `failures.json` cannot be written, saying whether the record
+    ///   was kept in ``unsavedPath``.
     public func save(_ failures: [String: Failure]) throws {
-        if failures.isEmpty { return try FileSystem.removeIfPresent(path) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try FileSystem.atomicWrite(try encoder.encode(failures), to: path)
+        let data = try encoder.encode(failures)
+        do {
+            if failures.isEmpty { try FileSystem.removeIfPresent(path) } else { try FileSystem.atomicWrite(data, to: path) }
+        } catch {
+            let kept = (try? FileSystem.atomicWrite(data, to: unsavedPath)) != nil
+            throw NotSaved(
+                message: "\(error); "
+                    + (kept
+                        ? "the record was kept in \(unsavedPath) instead, which the daemon reads at its next start"
+                        : "it could not be kept in \(unsavedPath) either"),
+                keptAside: kept)
+        }
+        // Left behind only if it cannot be removed: older than failures.json, it is not read.
+        try? FileSystem.removeIfPresent(unsavedPath)
     }
 }

@@ -129,7 +129,9 @@ extension AccountdError: WireError {
 }
 
 extension AccountdError {
-    static func corrupt(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
+    /// `account`'s file at `path` is not usable for `reason` (words following the path), with
+    /// what to do: `AccountCorrupt`.
+    public static func corrupt(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
         AccountdError(
             .accountCorrupt,
             "account \(account) is not usable: \(path) \(reason); the file was left untouched. "

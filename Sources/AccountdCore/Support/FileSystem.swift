@@ -161,7 +161,23 @@ enum FileSystem {
             unlink(temp)
             throw AccountdError.storage("writing", path: temp, errno: failure)
         }
-        try durableRename(temp, to: path)
+        guard rename(temp, path) == 0 else {
+            // A failed write leaves no temporary file behind (each would hold a whole copy).
+            let failure = errno
+            unlink(temp)
+            throw AccountdError.storage("renaming \(temp) to", path: path, errno: failure)
+        }
+        try fsyncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
+    /// Removes the temporary files ``atomicWrite(_:to:)`` of `path` left behind (by a crash in
+    /// the middle of a write, or by a version that kept them after a failed rename), and returns
+    /// their names. Call it only when no write of `path` can run (at start, under the data
+    /// root's lock).
+    static func removeWriteLeftovers(of path: String) -> [String] {
+        let folder = (path as NSString).deletingLastPathComponent
+        let prefix = "." + (path as NSString).lastPathComponent + ".tmp-"
+        return contents(of: folder).filter { $0.hasPrefix(prefix) && unlink(folder + "/" + $0) == 0 }.sorted()
     }
 
     /// The names in a folder, without `.` and `..`; empty when the folder is missing.

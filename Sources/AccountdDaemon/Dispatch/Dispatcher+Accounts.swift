@@ -83,7 +83,8 @@ extension Dispatcher {
             startWhatMay()
             while let result = try await group.next() {
                 checkWithdrawn()
-                gate.finished(failed: result.result == "failed")
+                // An interrupted migration is not the account's failure: it counts toward no bound.
+                gate.finished(failed: result.result == "failed" && !result.interrupted)
                 try await report(result)
                 startWhatMay()
             }
@@ -136,9 +137,16 @@ extension Dispatcher {
                 }
             return MigrateResult(
                 account: account.rawValue, outcome: .done(result: result, fromVersion: outcome.fromVersion, version: outcome.version))
+        } catch let error as AccountdError where error.isWithdrawnBeforeOpen {
+            // Never begun: a reload withdrew the bundle while it waited its turn (for the
+            // account's hold, say), and its file is as it was.
+            logger.notice("\(error.message)", metadata: ["account": "\(account)", "operation": "Migrate"])
+            return MigrateResult(account: account.rawValue, outcome: .skipped)
         } catch {
             let reply = ErrorMapping.reply(for: error, method: .migrate, logger: logger)
-            return MigrateResult(account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))
+            var result = MigrateResult(account: account.rawValue, outcome: .failed(error: reply.error?.rawValue ?? "", message: reply.message))
+            result.interrupted = (error as? AccountdError)?.isWithdrawnMigration == true
+            return result
         }
     }
 }

@@ -154,6 +154,8 @@ struct Dispatcher: Sendable {
                 if services.replication.settings.current != nil {
                     services.metrics.replication(try await services.maintenance.replication())
                 }
+                // Records of failed accounts a full disk kept from being saved are saved now if they can be.
+                await services.switching.failedAccounts.saveAgainIfUnsaved(on: services.pool, logger: services.switching.logger)
                 let text = try await services.pool.run { services.metricsText() }
                 return Reply(MetricsReply(text: metricsText(text, for: call.peer)))
             }

@@ -9,7 +9,7 @@ import AccountdProtocol
 struct FleetFigures: Sendable {
     /// The states accounts are counted in: the `state` label of `accountd_accounts_by_state`,
     /// each present (at 0 when none is in it).
-    static let states = ["current", "outdated", "failed", "too_new", "corrupt", "unavailable"]
+    static let states = AccountView.labels
 
     /// The bundle's target version.
     var bundleVersion: Int
@@ -38,23 +38,8 @@ struct FleetFigures: Sendable {
         let states = census.take(store) { board.isMigrating($0) }
         var byState = Dictionary(uniqueKeysWithValues: Self.states.map { ($0, 0) })
         for (account, state) in states {
-            let name: String =
-                // An account whose last open failed counts by its failure until an open of it
-                // succeeds, whatever its file's header says: a migration rolled back (`failed`),
-                // on-open.sql failing on an account at the bundle's version (`failed`), damage
-                // inside a file whose header reads well (`corrupt`). One being migrated again
-                // counts as it did.
-                if let failure = failed[account], Self.states.contains(failure.state) {
-                    failure.state
-                } else {
-                    switch state {
-                    case .current, .compatibleNewer: "current"
-                    case .outdated, .migrating: "outdated"
-                    case .tooNew: "too_new"
-                    case .corrupt: "corrupt"
-                    case .unavailable, .missing: "unavailable"
-                    }
-                }
+            // Decided as `Status ACCOUNT` and `List` decide it (``AccountView``).
+            let name = AccountView.label(file: state, failure: failed[account], migrating: board.isMigrating(account))
             byState[name, default: 0] += 1
         }
         let migrations = board.migrations()

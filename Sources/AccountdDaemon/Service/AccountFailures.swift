@@ -21,8 +21,18 @@ final class AccountFailures: Sendable {
     private let saves = SerialGate()
 
     /// How many records `failures.json` held that could not be read at start: entries skipped,
-    /// and a damaged file moved aside (counts one); shown in the metrics (`accountd_failure_records_lost`).
-    let lost: Int
+    /// and a damaged file moved aside (counts one).
+    let lostAtStart: Int
+    /// How many records are held only in memory because the last save could not write
+    /// `failures.json` (nor keep them in `failures.json.unsaved`): lost at the next restart
+    /// unless a later save succeeds; 0 once one does. Saves are tried again at each scrape
+    /// (``saveAgainIfUnsaved(on:logger:)``).
+    private let unsaved = Mutex(0)
+
+    /// The records lost, or at risk of being lost, shown in the metrics
+    /// (`accountd_failure_records_lost`, which fires AccountdFailureRecordLost): those that
+    /// could not be read at start, and those the last save could not keep on disk.
+    var lost: Int { lostAtStart + unsaved.withLock { $0 } }
 
     /// The failures `record` kept (none without one). An entry that cannot be read is skipped
     /// with a log line naming it; a file that is not JSON at all is moved aside (``FailureRecord/load()``).
@@ -40,6 +50,14 @@ final class AccountFailures: Sendable {
                     "\(record?.path ?? "failures.json"): the entry of account \(skipped.account) cannot be read (\(skipped.reason)); it is skipped, the other entries count. If that account fails, it fails again at its next open",
                     metadata: ["account": "\(skipped.account)"])
             }
+            if !read.leftovers.isEmpty {
+                logger?.notice(
+                    "removed \(read.leftovers.count) temporary file(s) of saves of the record of failed accounts that did not finish: \(read.leftovers.joined(separator: ", "))")
+            }
+            if read.fromUnsaved, let record {
+                logger?.warning(
+                    "the record of failed accounts was read from \(record.unsavedPath), where the last save kept it because \(record.path) could not be written; it is written to \(record.path) at the next save")
+            }
             if let aside = read.movedAside {
                 logger?.error(
                     "\(record?.path ?? "failures.json") is not a JSON object: it was moved aside to \(aside) and its records are lost; the accounts that failed count again once they fail at their next open (accountctl migrate --all tries every account)")
@@ -50,7 +68,7 @@ final class AccountFailures: Sendable {
             lost = 1
         }
         failed = Mutex(loaded)
-        self.lost = lost
+        lostAtStart = lost
     }
 
     /// The state a failure of `kind` counts the account in: a full or failing disk (`storage`)
@@ -79,6 +97,26 @@ final class AccountFailures: Sendable {
         await save(on: pool, logger: logger)
     }
 
+    /// `account`'s file was replaced by a sound one (a restore checks its copy whole first) or
+    /// found sound by a full check (`Verify`): a record saying the file itself could not be
+    /// used (`corrupt`, `too_new`, `unavailable`) goes; a `failed` one (a migration or an
+    /// `on-open.sql` that failed) stays until an open of it succeeds.
+    func fileFoundSound(_ account: AccountName, on pool: BlockingPool, logger: Logger) async {
+        let cleared = failed.withLock { failed -> Bool in
+            guard let state = failed[account]?.state, ["corrupt", "too_new", "unavailable"].contains(state) else { return false }
+            failed[account] = nil
+            return true
+        }
+        if cleared { await save(on: pool, logger: logger) }
+    }
+
+    /// Saves the record again when the last save could not (a metrics scrape calls it), so
+    /// that records counted while the disk was full are kept once it is not.
+    func saveAgainIfUnsaved(on pool: BlockingPool, logger: Logger) async {
+        guard unsaved.withLock({ $0 }) > 0 else { return }
+        await save(on: pool, logger: logger)
+    }
+
     /// The failure of `account`, if it has one. It counts under any bundle until an open of the
     /// account is tried again (``FailureRecord/Failure/bundle``).
     func failure(of account: AccountName) -> FailureRecord.Failure? {
@@ -92,23 +130,24 @@ final class AccountFailures: Sendable {
 
     private func save(on pool: BlockingPool, logger: Logger) async {
         guard let record else { return }
-        do {
-            try await saves.run {
-                let now = self.failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
+        // What is held only in memory is decided in turn with the saves, so the last one says it.
+        _ = try? await saves.run {
+            let now = self.failed.withLock { Dictionary(uniqueKeysWithValues: $0.map { ($0.key.rawValue, $0.value) }) }
+            do {
                 try await pool.run { try record.save(now) }
+                self.unsaved.withLock { $0 = 0 }
+            } catch {
+                // Kept beside it (failures.json.unsaved, read at the next start) it is not lost;
+                // else each record held counts lost in the metrics until a save succeeds.
+                let kept = (error as? FailureRecord.NotSaved)?.keptAside == true
+                let held = max(now.count, 1)
+                self.unsaved.withLock { $0 = kept ? 0 : held }
+                let outlook =
+                    kept
+                    ? "The failed accounts count as they are, also after a restart"
+                    : "The \(held) record(s) count until a restart and are lost then unless a later save succeeds (tried again at each metrics scrape); accountd_failure_records_lost counts them meanwhile"
+                logger.error("the record of failed accounts could not be saved: \(error). \(outlook)")
             }
-        } catch {
-            logger.error("the record of failed accounts could not be saved: \(error); they count as failed until a restart")
         }
-    }
-}
-
-extension FailureRecord.Failure {
-    /// Says the failure in `status` where the file alone does not show it: an account found
-    /// damaged inside (its header reads well) is `corrupt`, with the reason.
-    func overlay(on status: inout AccountStatus) {
-        guard state == "corrupt", status.state != .missing else { return }
-        status.state = .corrupt
-        status.problem = message
     }
 }

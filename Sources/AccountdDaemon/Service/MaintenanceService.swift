@@ -20,9 +20,28 @@ struct MaintenanceService: Sendable {
     /// The copies `Export sqlite` stages, bounded per uid and in all.
     var staged = StagedExports(perUid: 2, total: 8)
 
+    /// The full check of `account` (`Verify`), which the views then follow: a file found
+    /// damaged (its header, or SQLite's integrity check) is recorded `corrupt`, as an open that
+    /// found it would record it, and a file found sound clears a record saying it was damaged
+    /// or unreadable (``AccountFailures/fileFoundSound(_:on:logger:)``).
     func verify(_ account: AccountName) async throws -> VerifyReport {
         let store = stores.current
-        return try await store.withHold(account) { hold in try await pool.run { try store.verify(account, holding: hold) } }
+        let failures = switching.failedAccounts
+        let report: VerifyReport
+        do {
+            report = try await store.withHold(account) { hold in try await pool.run { try store.verify(account, holding: hold) } }
+        } catch let error as AccountdError where error.kind == .accountCorrupt {
+            await failures.failed(account, error: error, bundle: store.bundle.fingerprint, on: pool, logger: logger)
+            throw error
+        }
+        if report.integrity != ["ok"] {
+            let damage = AccountdError.corrupt(
+                account, path: store.root.accountPath(account), "fails SQLite's integrity check (accountctl verify \(account)): \(report.integrity.prefix(3).joined(separator: "; "))")
+            await failures.failed(account, error: damage, bundle: store.bundle.fingerprint, on: pool, logger: logger)
+        } else if report.readableByBundle {
+            await failures.fileFoundSound(account, on: pool, logger: logger)
+        }
+        return report
     }
 
     /// The SQL that would bring `account` to the bundle's version (`Plan`); changes nothing.
@@ -104,6 +123,9 @@ struct MaintenanceService: Sendable {
     func reopen(_ account: AccountName, restoredFrom source: String, version restoredVersion: Int) async -> RestoreReply.Reopened? {
         var reopened: RestoreReply.Reopened?
         switching.forgetMigrationInUse(account)
+        // The restored file passed the full check before it was put in place: a record that
+        // it was damaged or unreadable no longer holds, active or not.
+        await switching.failedAccounts.fileFoundSound(account, on: pool, logger: logger)
         if switching.isActive(account) {
             do {
                 let switched = try await switching.switchTo(account, create: false, commit: .refresh, progress: nil)

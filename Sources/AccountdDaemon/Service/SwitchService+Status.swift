@@ -87,7 +87,7 @@ extension SwitchService {
         return try await pool.run {
             guard board.isMigrating(account) else {
                 var status = store.status(account)
-                failure?.overlay(on: &status)
+                AccountView.apply(to: &status, failure: failure, migrating: false)
                 return (status, status.exists ? DiskUseInfo(AccountDiskUse.of(account, in: root)) : nil)
             }
             // The version it is at (its header: the migration is not committed yet), and
@@ -119,8 +119,7 @@ extension SwitchService {
                 guard details else { return ListEntry(account: account.rawValue, sizeBytes: store.sizeOnDisk(account)) }
                 // The status has read the size already.
                 var status = store.status(account, locks: locks)
-                if board.isMigrating(account) { status.state = .migrating }
-                failures[account]?.overlay(on: &status)
+                AccountView.apply(to: &status, failure: failures[account], migrating: board.isMigrating(account))
                 return ListEntry(
                     account: account.rawValue, sizeBytes: status.sizeBytes,
                     details: ListEntry.Details(

@@ -12,10 +12,14 @@ public struct MigrateResult: ReplyModel {
         case skipped
     }
 
-    enum Key: String { case account, result, fromVersion, version, error, message, of }
+    enum Key: String { case account, result, fromVersion, version, error, message, interrupted, of }
 
     public var account: String
     public var outcome: Outcome
+    /// For a `failed` account: true when its migration was interrupted (rolled back whole,
+    /// every row kept) because a reload withdrew the bundle it ran under, not a failure of the
+    /// account; sent only when true.
+    public var interrupted = false
     /// How many accounts the Migrate works on: set in streamed replies, for progress.
     public var of: Int?
 
@@ -44,6 +48,7 @@ public struct MigrateResult: ReplyModel {
         switch result {
         case "failed":
             outcome = .failed(error: try reader.optionalString(Key.error) ?? "", message: try reader.optionalString(Key.message))
+            interrupted = try reader.optionalBool(Key.interrupted) ?? false
         case "skipped":
             outcome = .skipped
         default:
@@ -63,6 +68,7 @@ public struct MigrateResult: ReplyModel {
         case .failed(let error, let message):
             object.add(Key.error, .string(error))
             object.add(Key.message, JSONValue(message))
+            if interrupted { object.add(Key.interrupted, .bool(true)) }
         case .skipped:
             break
         }

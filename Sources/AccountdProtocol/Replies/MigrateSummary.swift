@@ -12,7 +12,7 @@ public struct MigrateSummary: ReplyModel {
         case withdrawn
     }
 
-    enum Key: String { case count, migrated, created, restored, current, failed, skipped, stopped, results, withdrawnVersion, bundleVersion }
+    enum Key: String { case count, migrated, created, restored, current, failed, interrupted, skipped, stopped, results, withdrawnVersion, bundleVersion }
 
     /// How many accounts were asked for.
     public var count: Int
@@ -23,6 +23,9 @@ public struct MigrateSummary: ReplyModel {
     public var restored: Int
     public var current: Int
     public var failed: Int
+    /// Of the `failed`, the migrations a reload interrupted (rolled back whole) when it
+    /// withdrew the bundle: not failures of the accounts. Sent only when not 0.
+    public var interrupted = 0
     /// The accounts not begun because the rollout stopped.
     public var skipped: Int
     /// Why the rollout stopped early; nil when every account was begun.
@@ -57,6 +60,7 @@ public struct MigrateSummary: ReplyModel {
         restored = try reader.optionalInt(Key.restored) ?? 0
         current = try reader.int(Key.current)
         failed = try reader.int(Key.failed)
+        interrupted = try reader.optionalInt(Key.interrupted) ?? 0
         skipped = try reader.int(Key.skipped)
         if let stop = try reader.optionalString(Key.stopped) {
             guard let known = Stop(rawValue: stop) else {
@@ -79,6 +83,7 @@ public struct MigrateSummary: ReplyModel {
         if restored > 0 { object.add(Key.restored, JSONValue(restored)) }
         object.add(Key.current, JSONValue(current))
         object.add(Key.failed, JSONValue(failed))
+        if interrupted > 0 { object.add(Key.interrupted, JSONValue(interrupted)) }
         object.add(Key.skipped, JSONValue(skipped))
         object.addIfPresent(Key.stopped, stopped.map { .string($0.rawValue) })
         object.addIfPresent(Key.results, results.map { .array($0.map(\.parameters)) })

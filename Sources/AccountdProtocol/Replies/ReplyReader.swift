@@ -50,6 +50,14 @@ struct ReplyReader {
         return flag
     }
 
+    func optionalBool<Key: RawRepresentable<String>>(_ key: Key) throws(ReplyDecodingError) -> Bool? {
+        switch value[key.rawValue] {
+        case nil, .null?: return nil
+        case .bool(let flag)?: return flag
+        case let other?: throw fail(key.rawValue, "a boolean or null", other)
+        }
+    }
+
     func int64<Key: RawRepresentable<String>>(_ key: Key) throws(ReplyDecodingError) -> Int64 {
         guard case .int(let number)? = value[key.rawValue] else { throw fail(key.rawValue, "an integer", value[key.rawValue]) }
         return number

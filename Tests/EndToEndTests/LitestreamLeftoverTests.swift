@@ -19,7 +19,7 @@ import Testing
             #!/bin/sh
             out=""
             while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
-            case "$out" in *.alice.sqlite.pulling) ;; *) echo 'store unreachable' >&2; exit 1 ;; esac
+            case "$out" in */.alice.sqlite.pulling/alice.sqlite) ;; *) echo 'store unreachable' >&2; exit 1 ;; esac
             echo $$ > \(path).pid
             i=0
             while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done

@@ -62,6 +62,8 @@ import Testing
         let migrated = try E2E.run(Binaries.accountd, ["migrate", "--data-root", dataRoot, "--schema", Repository.sampleBundle, "alice"])
         #expect(migrated.status == 0, "\(migrated.stderr)")
         try E2E.createOffline("carol", dataRoot: dir.sub("origin"), bundle: Repository.sampleBundle)
+        // Litestream runs as the data root's owner (65534): the "replica" must be readable by it.
+        for path in ["origin", "origin/accounts", "origin/accounts/carol.sqlite"] { #expect(chown(dir.sub(path), 65534, 65534) == 0) }
         let litestream = dir.sub("litestream")
         try DataRootLinkTests.fakeLitestream(at: litestream, "cp '\(dir.sub("origin/accounts/carol.sqlite"))' \"$out\"")
         let pulled = try E2E.run(

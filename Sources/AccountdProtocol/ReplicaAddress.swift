@@ -11,14 +11,19 @@ public enum ReplicaAddress {
     /// password; nil when it can be one.
     ///
     /// Refused: no `scheme://`; whitespace, a control character or a quote anywhere (messages
-    /// cut a URL there); a user name or password (the text before the last `@`, when a `:`
-    /// comes before any `/`, `?`, `#` or `@`) holding `/`, `?` or `#` unencoded.
+    /// cut a URL there); a query parameter given twice (Litestream reads the first, a reader
+    /// of the URL may take the last: two spellings of one store could seem two stores); a user
+    /// name or password (the text before the last `@`, when a `:` comes before any `/`, `?`,
+    /// `#` or `@`) holding `/`, `?` or `#` unencoded.
     public static func problem(in text: String) -> String? {
         guard let scheme = schemeSeparator(in: text), scheme.lowerBound > text.startIndex else {
             return "it is not a URL Litestream takes (no scheme://), e.g. file:///srv/replica/accounts or s3://bucket/accounts"
         }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F || $0 == "\"" || $0 == "'" }) {
             return "it holds whitespace, a control character or a quote; write them percent-encoded (a space is %20)"
+        }
+        if let twice = repeatedParameter(in: text) {
+            return "its query gives the parameter '\(twice)' more than once; give each parameter once"
         }
         let rest = text[scheme.upperBound...]
         guard let first = rest.firstIndex(where: { ":/?#@".contains($0) }), rest[first] == ":",
@@ -67,13 +72,44 @@ public enum ReplicaAddress {
         for segment in decode(rest[slash...]).split(separator: "/", omittingEmptySubsequences: true) where segment != "." {
             if segment == ".." { _ = segments.popLast() } else { segments.append(String(segment)) }
         }
-        var identity = scheme + "://" + host + "/" + segments.joined(separator: "/")
+        var identity = scheme + "://" + numericPort(host) + "/" + segments.joined(separator: "/")
+        // Litestream reads the first `endpoint`; ``problem(in:)`` refuses a second.
         for parameter in query.split(separator: "&") {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard decode(pair[0]).lowercased() == "endpoint", pair.count == 2 else { continue }
-            identity += "?endpoint=" + storeIdentity(decode(pair[1]))
+            // Exactly `endpoint`, as Litestream (Go's `Query().Get`) reads it: an `Endpoint=` is not one.
+            guard decode(pair[0]) == "endpoint", pair.count == 2 else { continue }
+            identity += "?endpoint=" + endpointIdentity(decode(pair[1]))
+            break
         }
         return identity
+    }
+
+    /// An S3 `endpoint` reduced to the host and port it reaches: with or without a scheme
+    /// (`127.0.0.1:9000`, `http://...`, `https://...`), the same server.
+    static func endpointIdentity(_ endpoint: String) -> String {
+        let reduced = storeIdentity(endpoint.contains("://") ? endpoint : "http://" + endpoint)
+        return schemeSeparator(in: reduced).map { String(reduced[$0.upperBound...]) } ?? reduced
+    }
+
+    /// `host` with a numeric port written without leading zeros (`:041333` is `:41333`).
+    static func numericPort(_ host: String) -> String {
+        guard let colon = host.lastIndex(of: ":"), !host[colon...].contains("]") else { return host }
+        let port = host[host.index(after: colon)...]
+        guard !port.isEmpty, port.allSatisfy(\.isASCII), let number = Int(port) else { return host }
+        return host[..<colon] + ":" + String(number)
+    }
+
+    /// The first query parameter named more than once in `text` (names compared ignoring case).
+    static func repeatedParameter(in text: String) -> String? {
+        guard let mark = text.firstIndex(of: "?") else { return nil }
+        var query = text[text.index(after: mark)...]
+        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+        var seen: Set<String> = []
+        for parameter in query.split(separator: "&") {
+            let name = decode(parameter.prefix { $0 != "=" }).lowercased()
+            if !seen.insert(name).inserted { return name }
+        }
+        return nil
     }
 
     /// Whether `one` and `other` name the same store (``storeIdentity(_:)``).

@@ -36,4 +36,25 @@ import Testing
         #expect(!ReplicaAddress.sameStore(base, "s3://bucket/accountd/host-a"))
         #expect(!ReplicaAddress.sameStore("file:///srv/replica", "file:///srv/replica2"))
     }
+
+    /// hostile33d #1: an endpoint without its scheme, a port with a leading zero, and a second
+    /// `endpoint` (Litestream reads the first) each got a stale copy past the handoff fence.
+    @Test func theEndpointIsTheServerHoweverItIsWrittenAndGivenOnce() {
+        let base = "s3://accountd/host-a?endpoint=http://127.0.0.1:41333&forcePathStyle=true"
+        for spelling in [
+            "s3://accountd/host-a?endpoint=127.0.0.1:41333&forcePathStyle=true",
+            "s3://accountd/host-a?endpoint=http://127.0.0.1:041333",
+            "s3://accountd/host-a?endpoint=https://localhost:41333/",
+        ] {
+            #expect(ReplicaAddress.sameStore(base, spelling), "\(spelling): \(ReplicaAddress.storeIdentity(spelling))")
+        }
+        #expect(!ReplicaAddress.sameStore(base, "s3://accountd/host-a?endpoint=http://127.0.0.1:41334"))
+        for twice in [
+            "s3://accountd/host-a?endpoint=http://127.0.0.1:41333&endpoint=", "s3://accountd/host-a?endpoint=http://127.0.0.1:41333&Endpoint=http://127.0.0.1:1",
+            "s3://accountd/host-a?region=a&region=b",
+        ] {
+            let problem = ReplicaAddress.problem(in: twice)
+            #expect(problem?.contains("more than once") == true, "\(twice): \(problem ?? "taken")")
+        }
+    }
 }

@@ -51,24 +51,12 @@ import Testing
     /// says ("the disk is full") and docs/OPERATIONS.md maps it (AccountdAccountUnreadable).
     @Test func aFullDiskCountsUnavailableAsStatusSays() throws {
         let dir = TestDirectory()
-        let dataRoot = dir.sub("data")
-        guard let tmpfs = Hostile.Tmpfs(at: dataRoot, kibibytes: 2 * 1024) else {
-            print("AccountTruthTests: skipped, cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-            try Test.cancel("cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-        }
-        defer { tmpfs.unmount() }
-        let old = try BundleFixture.truncate(Repository.sampleBundle, at: 2, into: dir.sub("old"))
-        try E2E.createOffline("g1", dataRoot: dataRoot, bundle: old)
-        try E2E.sqlite3(dataRoot + "/accounts/g1.sqlite", "INSERT INTO user_info (user_name) VALUES ('a'), ('b');")
-        let daemon = try E2E.daemon(directory: dir.path)
-        defer { _ = E2E.stop(daemon) }
-        #expect(try daemon.client().callOne("status g1").parameters["state"] == "outdated")
-        let filler = dataRoot + "/filler"
-        Hostile.fillLeaving(0, folder: dataRoot, path: filler)
-        let failed = try E2E.accountctl(["migrate", "g1"], socket: daemon.socket)
+        let full = try FullDiskMigrate(dir)
+        defer { full.end() }
+        let failed = full.failed
         #expect(failed.status == 1, "\(failed.stdout) \(failed.stderr)")
-        let states = try FleetFailureTests.byState(daemon)
-        try? FileManager.default.removeItem(atPath: filler)
+        let states = try FleetFailureTests.byState(full.daemon)
+        full.free()
         #expect(states["unavailable"] == 1 && states["failed"] == 0, "\(states) \(failed.stdout)")
     }
 

@@ -11,28 +11,15 @@ import Testing
 @Suite struct FleetEdgeTests {
     @Test func aFailureBeforeTheFirstStepNamesTheAccount() throws {
         let dir = TestDirectory()
-        let dataRoot = dir.sub("data")
-        guard let tmpfs = Hostile.Tmpfs(at: dataRoot, kibibytes: 2 * 1024) else {
-            print("FleetEdgeTests: skipped, cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-            try Test.cancel("cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-        }
-        defer { tmpfs.unmount() }
-        let old = try BundleFixture.truncate(Repository.sampleBundle, at: 2, into: dir.sub("old"))
-        try E2E.createOffline("g1", dataRoot: dataRoot, bundle: old)
-        try E2E.sqlite3(dataRoot + "/accounts/g1.sqlite", "INSERT INTO user_info (user_name) VALUES ('a'), ('b');")
-        let daemon = try E2E.daemon(directory: dir.path)
-        defer { _ = E2E.stop(daemon) }
-        // Read once, so that its -shm exists: the snapshot is what runs out of space.
-        #expect(try daemon.client().callOne("status g1").parameters["state"] == "outdated")
-        let filler = dataRoot + "/filler"
-        Hostile.fillLeaving(0, folder: dataRoot, path: filler)
-        let failed = try E2E.accountctl(["migrate", "g1"], socket: daemon.socket)
-        try? FileManager.default.removeItem(atPath: filler)
+        let full = try FullDiskMigrate(dir)
+        defer { full.end() }
+        let (daemon, failed) = (full.daemon, full.failed)
+        full.free()
         #expect(failed.status == 1, "\(failed.stdout) \(failed.stderr)")
         let lines = daemon.log.split(separator: "\n").filter { $0.contains("operation=Migrate") && $0.contains("failed") }
         #expect(!lines.isEmpty, "\(daemon.log.suffix(3000))")
         #expect(lines.allSatisfy { $0.contains("account=g1") }, "\(lines)")
-        #expect(try E2E.userVersion(dataRoot + "/accounts/g1.sqlite") == 2)
+        #expect(try E2E.userVersion(full.dataRoot + "/accounts/g1.sqlite") == 2)
     }
 
     @Test func aMissingCanaryIsRefusedBeforeAnythingIsMigrated() throws {

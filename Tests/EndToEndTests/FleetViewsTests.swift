@@ -119,27 +119,15 @@ import Testing
     /// `list --details` and in the metrics, until an open succeeds.
     @Test func aFullDiskIsUnavailableInEveryView() throws {
         let dir = TestDirectory()
-        let dataRoot = dir.sub("data")
-        guard let tmpfs = Hostile.Tmpfs(at: dataRoot, kibibytes: 2 * 1024) else {
-            print("FleetViewsTests: skipped, cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-            try Test.cancel("cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
-        }
-        defer { tmpfs.unmount() }
-        let old = try BundleFixture.truncate(Repository.sampleBundle, at: 2, into: dir.sub("old"))
-        try E2E.createOffline("g1", dataRoot: dataRoot, bundle: old)
-        try E2E.sqlite3(dataRoot + "/accounts/g1.sqlite", "INSERT INTO user_info (user_name) VALUES ('a'), ('b');")
-        let daemon = try E2E.daemon(directory: dir.path)
-        defer { _ = E2E.stop(daemon) }
+        let full = try FullDiskMigrate(dir)
+        defer { full.end() }
+        let (daemon, failed) = (full.daemon, full.failed)
         let client = try daemon.client()
-        #expect(try client.callOne("status g1").parameters["state"] == "outdated")
-        let filler = dataRoot + "/filler"
-        Hostile.fillLeaving(0, folder: dataRoot, path: filler)
-        let failed = try E2E.accountctl(["migrate", "g1"], socket: daemon.socket)
         #expect(failed.status == 1, "\(failed.stdout) \(failed.stderr)")
         let status = try client.callOne("status g1")
         let listed = try Self.listed("g1", client)
         let states = try FleetFailureTests.byState(daemon)
-        try? FileManager.default.removeItem(atPath: filler)
+        full.free()
         #expect(status.parameters["state"] == "unavailable", "\(status.encoded())")
         #expect(status.parameters["problem"]?.stringValue?.contains("No space left") == true, "\(status.encoded())")
         #expect(listed.state == "unavailable", "\(listed)")

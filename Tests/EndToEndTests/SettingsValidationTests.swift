@@ -124,6 +124,14 @@ import Testing
         UnknownKey(yaml: "log:\n  level: info\nwhatever: 1\n", named: "'whatever'", hint: nil),
         UnknownKey(yaml: "namespaces:\n  user: { scope: account, scop: device }\n", named: "'scop' in namespace 'user'", hint: nil),
         UnknownKey(yaml: "accounts: 5\n", named: "'accounts' is a section", hint: "snapshotsToKeep"),
+        // hostile33d #2: read as absent, a replica given as a list or a section turned replication off.
+        UnknownKey(
+            yaml: "replication:\n  litestream:\n    replica: [\"file:///srv/replica\"]\n", named: "'replication.litestream.replica' takes one value",
+            hint: "not a list"),
+        UnknownKey(
+            yaml: "replication:\n  litestream:\n    replica: { url: \"file:///srv/replica\" }\n", named: "'replication.litestream.replica' takes one value",
+            hint: "not a section"),
+        UnknownKey(yaml: "admin:\n  users: { name: root }\n", named: "'admin.users' takes a list", hint: nil),
     ])
     func anUnknownKeyStopsTheStartNamingIt(unknown: UnknownKey) throws {
         let dir = TestDirectory()

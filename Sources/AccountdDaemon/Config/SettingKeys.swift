@@ -32,6 +32,9 @@ enum SettingKeys {
         "replication.litestream.commandTimeoutSeconds",
     ]
 
+    /// The settings that take a list; every other one takes a single value.
+    static let lists: Set<String> = ["admin.users", "admin.groups", "access.grants"]
+
     /// The section whose keys are names of the operator's choosing (see ``NamespaceConfig``).
     static let namespaces = "namespaces"
 
@@ -54,7 +57,11 @@ enum SettingKeys {
         for (key, value) in mapping {
             let name = key.string ?? "\(key)"
             let full = path.isEmpty ? name : path + "." + name
-            if full == namespaces || all.contains(full) { continue }
+            if full == namespaces { continue }
+            if all.contains(full) {
+                try checkShape(value, of: full, line: key.mark?.line, file: file)
+                continue
+            }
             let isSection = all.contains { $0.hasPrefix(full + ".") }
             guard isSection else { throw unknown(full, line: key.mark?.line, file: file) }
             if value.mapping != nil {
@@ -63,6 +70,18 @@ enum SettingKeys {
                 throw SettingsLoader.Failure(
                     description: "\(file) line \(key.mark?.line ?? 0): '\(full)' is a section; give its settings beneath it (\(children(of: full)))")
             }
+        }
+    }
+
+    /// Refuses a list or a section given for a single-value setting (swift-configuration would
+    /// read it as absent and use the default: a replica given as `[url]` would turn replication
+    /// off), and a section given for a list.
+    private static func checkShape(_ value: Node, of setting: String, line: Int?, file: String) throws {
+        let isList = lists.contains(setting)
+        if value.mapping != nil || (!isList && value.sequence != nil) {
+            let wanted = isList ? "a list, e.g. [\"alice\", \"bob\"]" : "one value (text, a number, or true or false)"
+            throw SettingsLoader.Failure(
+                description: "\(file) line \(line ?? 0): setting '\(setting)' takes \(wanted), not \(value.mapping != nil ? "a section" : "a list"); correct it")
         }
     }
 

@@ -161,6 +161,34 @@ struct RevocationTests {
         }
     }
 
+    /// hostile31d F1: after a restart, the first call of a process of the user without the
+    /// group that grants the account (a cron job) cleared the user's saved active account,
+    /// durably, and got `NoActiveAccount`. Until a process that may read it calls, the user is
+    /// judged as the user database has it: the call is refused, the account stays.
+    @Test func afterARestartAProcessOfTheUserWithoutTheGroupDoesNotEndIt() throws {
+        let dir = TestDirectory()
+        #expect(chmod(dir.path, 0o755) == 0)
+        let config = dir.sub("grants.yaml")
+        // nobody's primary group, in the user database, grants it the family accounts.
+        try Files.write("socket:\n  mode: \"0666\"\naccess:\n  grants:\n    - { group: \"65534\", accounts: \"family-*\", access: write }\n", to: config)
+        let daemon = try E2E.spawning { try DaemonProcess(directory: dir.path, arguments: ["--config", config]) }
+        let app = { (arguments: [String]) in try GrantTests.ctl(65534, gid: 65534, daemon, arguments) }
+        let cron = { (arguments: [String]) in try GrantTests.ctl(65534, gid: 12345, daemon, arguments) }
+        let switched = try app(["switch", "family-a"])
+        #expect(switched.status == 0, "\(switched.stderr)")
+        try daemon.restart()
+        #expect(waitUntil(timeout: 20) { daemon.log.contains("restored the active account family-a of uid 65534") }, "\(daemon.log.suffix(2000))")
+
+        for arguments in [["--json", "status"], ["get", "user", "theme"]] {
+            let refused = try cron(arguments)
+            #expect(!refused.stderr.contains("NoActiveAccount") && !refused.stdout.contains("NoActiveAccount"), "\(arguments): \(refused.stdout) \(refused.stderr)")
+        }
+        #expect(try cron(["get", "user", "theme"]).stderr.contains("PermissionDenied"))
+        #expect(!daemon.log.contains("may no longer read its active account"), "\(daemon.log.suffix(2000))")
+        #expect(Self.state(daemon).contains(#""65534":"family-a""#), "\(Self.state(daemon))")
+        #expect(try app(["--json", "status"]).stdout.contains(#""active":"family-a""#))
+    }
+
     /// A `Query` stream and an `Export` stream opened before a reload that takes the reader's
     /// grant away end with `PermissionDenied` at their next chunk: the rest is not sent.
     @Test func streamsEndWhenAReloadRevokesTheGrant() throws {

@@ -42,6 +42,24 @@ public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// `uid` as the user database has it: its primary group and every group it is a member of
+    /// (`getpwuid_r`, `getgrouplist`): the rights a process of that user started with its
+    /// groups (a login, a user unit) has. Nil for a uid with no entry.
+    public static func ofUser(_ uid: UInt32) -> PeerCredentials? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, let found, let name = found.pointee.pw_name else { return nil }
+        let gid = found.pointee.pw_gid
+        var count: Int32 = 64
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        while getgrouplist(name, gid, &groups, &count) == -1, count <= 1 << 16 {
+            groups = [gid_t](repeating: 0, count: Int(count) * 2)
+            count = Int32(groups.count)
+        }
+        return PeerCredentials(pid: 0, uid: uid, gid: gid, groups: Array(groups.prefix(Int(max(count, 0)))), userName: String(cString: name))
+    }
+
     public var description: String { "uid \(uid) gid \(gid) pid \(pid)" }
 }
 

@@ -16,7 +16,8 @@ extension SwitchService {
     ///
     /// Whether a uid may still read its active account is judged with the credentials of the
     /// process that made it active (``noteSwitcher(_:of:)``), or, for one made active before
-    /// this start, of the first call of that uid that could read it. A call from another
+    /// this start, of the first call of that uid that could read it, and until then of the
+    /// user as the user database has it (``PeerCredentials/ofUser(_:)``). A call from another
     /// process of the uid with fewer groups does not end it for the others: it gets the
     /// account, and with it `PermissionDenied`, as before. One that those credentials may no
     /// longer read either (a reload or a restart took the grant away) is cleared as the uid's
@@ -32,6 +33,9 @@ extension SwitchService {
             return account
         }
         if let switcher, policy.mayRead(account, peer: switcher) { return account }
+        // Not seen since the start: a process of the user without the group that grants it
+        // (a cron job) must not end it for the user's own app (hostile31d F1).
+        if switcher == nil, let user = PeerCredentials.ofUser(peer.uid), policy.mayRead(account, peer: user) { return account }
         let cleared = clear(account, of: [peer.uid])
         guard !cleared.isEmpty else { return nil }
         logger.notice(

@@ -42,17 +42,19 @@ import Testing
     }
 
     /// A statement that only reads reported the previous write's `changes` and
-    /// `lastInsertRowid` (SQLite keeps them per connection).
+    /// `lastInsertRowid` (SQLite keeps them per connection); so did a pragma (hostile31d F3).
     @Test func eachResultSaysWhatItsOwnStatementDid() throws {
         let dir = TestDirectory()
         let daemon = try DataCalls.daemonWithAlice(dir)
         let client = try daemon.client()
         let reply = try client.callOne(
-            DataCalls.execute("alice", [("UPDATE user_info SET age = age", []), ("SELECT 1", []), ("INSERT INTO app_data VALUES ('k', 'v')", []), ("UPDATE app_data SET value = 'w'", [])]))
+            DataCalls.execute("alice", [("UPDATE user_info SET age = age", []), ("PRAGMA journal_mode", []), ("SELECT 1", []), ("INSERT INTO app_data VALUES ('k', 'v')", []), ("UPDATE app_data SET value = 'w'", [])]))
         #expect(reply.error == nil, "\(reply.encoded())")
         #expect(
             reply.parameters["results"]
-                == [["changes": 2, "lastInsertRowid": 0], ["changes": 0, "lastInsertRowid": 0], ["changes": 1, "lastInsertRowid": 1], ["changes": 1, "lastInsertRowid": 0]],
+                == [
+                    ["changes": 2, "lastInsertRowid": 0], ["changes": 0, "lastInsertRowid": 0], ["changes": 0, "lastInsertRowid": 0], ["changes": 1, "lastInsertRowid": 1], ["changes": 1, "lastInsertRowid": 0],
+                ],
             "\(reply.encoded())")
     }
 

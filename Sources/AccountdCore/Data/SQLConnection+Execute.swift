@@ -123,6 +123,7 @@ extension SQLConnection {
             guardState.reset(.execute)
             // What this statement inserted, not an earlier one's (or another client's, in a shared transaction).
             sqlite3_set_last_insert_rowid(handle, 0)
+            let changedBefore = sqlite3_total_changes64(handle)
             var code = sqlite3_step(compiled.handle)
             while code == SQLITE_ROW { code = sqlite3_step(compiled.handle) }
             guard code == SQLITE_DONE else {
@@ -131,8 +132,9 @@ extension SQLConnection {
                 throw error
             }
             sqlite3_reset(compiled.handle)
-            // sqlite3_changes64 keeps the last write's count through a statement that only reads.
-            let changes = sqlite3_stmt_readonly(compiled.handle) != 0 ? 0 : sqlite3_changes64(handle)
+            // sqlite3_changes64 keeps the last write's count through a statement that wrote no row
+            // (a read, a pragma, a DDL statement): only a statement that changed rows reports it.
+            let changes = sqlite3_total_changes64(handle) == changedBefore ? 0 : sqlite3_changes64(handle)
             executed.results.append(ExecuteReply.Result(changes: changes, lastInsertRowid: sqlite3_last_insert_rowid(handle)))
             executed.tables.formUnion(compiled.written)
         }

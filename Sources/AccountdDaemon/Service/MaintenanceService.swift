@@ -89,16 +89,26 @@ struct MaintenanceService: Sendable {
         var reopened: RestoreReply.Reopened?
     }
 
+    /// Thrown by ``restore(_:snapshot:reclaim:onlyAbove:)`` when, with the account held, its
+    /// file is at the floor or below already (a rollback running beside another): nothing changed.
+    struct AtOrBelow: Error {
+        var version: Int
+    }
+
     /// Restores a snapshot; an active account is opened again at once (and migrated if the copy is older).
     ///
     /// The restore stands once the file is replaced: a reopen that fails (a migration the
     /// restored data breaks) is said in ``Restored/reopened``, not thrown, and `Status` says
     /// `failed` with the restored file's version until an open of it succeeds.
     /// With `reclaim`, an account handed off from this host is restored here all the same,
-    /// and its handoff ends (without it, `AccountMoved`).
-    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false) async throws -> Restored {
+    /// and its handoff ends (without it, `AccountMoved`). With `onlyAbove`, nothing is restored
+    /// when the file, read with the account held, is at that version or below (``AtOrBelow``).
+    func restore(_ account: AccountName, snapshot: String?, reclaim: Bool = false, onlyAbove floor: Int? = nil) async throws -> Restored {
         let (store, preferences) = (stores.current, preferences)
         let (restored, saved) = try await store.withHold(account) { hold in
+            if let floor, let version = try await pool.run({ store.status(account).version }), version <= floor {
+                throw AtOrBelow(version: version)
+            }
             await preferences.close(account)
             return try await pool.run {
                 let result = try store.restore(account, snapshot: snapshot, reclaim: reclaim, holding: hold)

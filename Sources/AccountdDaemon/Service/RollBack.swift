@@ -56,7 +56,14 @@ struct RollBack: Sendable {
                     + "or leave it out with --exclude \(account). Nothing was changed",
                 account: account.rawValue, fromVersion: current, toVersion: version)
         }
-        let done = try await maintenance.restore(account, snapshot: chosen.name)
+        let done: MaintenanceService.Restored
+        do {
+            // Judged again with the account held: a rollback running beside this one may have
+            // restored it since its version was read (hostile34d F1).
+            done = try await maintenance.restore(account, snapshot: chosen.name, onlyAbove: version)
+        } catch let already as MaintenanceService.AtOrBelow {
+            return MigrateResult(account: account.rawValue, outcome: .done(result: "current", fromVersion: nil, version: already.version))
+        }
         logger.notice(
             "rollback: account \(account) restored from snapshot \(chosen.name), from version \(current) to \(done.restored.version)\(done.saved.map { "; the file it replaced was kept as snapshot \($0.name)" } ?? "")",
             metadata: ["account": "\(account)", "operation": "Migrate"])

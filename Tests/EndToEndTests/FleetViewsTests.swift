@@ -141,6 +141,33 @@ import Testing
         #expect(try FleetFailureTests.byState(daemon)["current"] == 1)
     }
 
+    /// hostile34d F2: a `migrate --create` that failed on a full disk recorded the missing
+    /// account `unavailable`, and a sound file later copied (or imported) under that name
+    /// showed `unavailable` everywhere. A create that left no file records nothing.
+    @Test func aCreateThatFailedLeavesNothingAgainstALaterFile() throws {
+        let dir = TestDirectory()
+        let dataRoot = dir.sub("data")
+        guard let tmpfs = Hostile.Tmpfs(at: dataRoot, kibibytes: 2 * 1024) else {
+            print("FleetViewsTests: skipped, cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
+            try Test.cancel("cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
+        }
+        defer { tmpfs.unmount() }
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        let filler = dataRoot + "/filler"
+        Hostile.fillLeaving(0, folder: dataRoot, path: filler)
+        let failed = try E2E.accountctl(["migrate", "--create", "p1"], socket: daemon.socket)
+        try? FileManager.default.removeItem(atPath: filler)
+        #expect(failed.status == 1, "\(failed.stdout) \(failed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: daemon.accountPath("p1")))
+
+        try E2E.createOffline("p1", dataRoot: dir.sub("elsewhere"), bundle: Repository.sampleBundle)
+        try FileManager.default.copyItem(atPath: dir.sub("elsewhere") + "/accounts/p1.sqlite", toPath: daemon.accountPath("p1"))
+        let status = try daemon.client().callOne("status p1")
+        #expect(status.parameters["state"] == "current", "\(status.encoded())")
+        #expect(try FleetFailureTests.byState(daemon)["unavailable"] == 0)
+    }
+
     @Test func anAccountBeingMigratedCountsMigrating() throws {
         let dir = TestDirectory()
         let v1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Hostile.itemV1])

@@ -279,6 +279,9 @@ struct MaintenanceService: Sendable {
             throw error
         }
         _ = try? await pool.run { AccountImport(root: store.root).discard(staged) }
+        // A new file, checked whole: what was recorded of that name before (a create that
+        // failed, a removed account's failure) is not about it (hostile34d F2).
+        await switching.failedAccounts.succeeded(account, on: pool, logger: logger)
         logger.notice(
             "account \(account) imported from \(path) (\(outcome.format.rawValue), version \(outcome.version), \(outcome.rows) rows) by uid \(caller.uid)",
             metadata: ["account": "\(account)"])

@@ -211,7 +211,11 @@ final class SwitchService: Sendable {
             }
             // The account's own failures, not a busy lock or a missing file.
             let accountFailures: Set<AccountdError.Kind> = [.migrationFailed, .accountCorrupt, .accountTooNew, .storage]
-            if migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
+            // A create that failed left no file: nothing to count, and nothing to hold against a
+            // file that comes later under that name (hostile34d F2); the reply said why.
+            let path = root.accountPath(account)
+            let fileExists = (try? await pool.run { access(path, F_OK) == 0 }) ?? true
+            if fileExists, migrationRan || failure.map({ accountFailures.contains($0.kind) }) ?? true {
                 await failedAccounts.failed(account, error: reported, bundle: stores.current.bundle.fingerprint, on: pool, logger: logger)
             }
             noteFailure(account, reported, migrationRan: migrationRan)

@@ -49,6 +49,7 @@ struct ReplicaChangeTests {
         let (settings, written, config) = (dir.sub("accountd.yaml"), dir.sub("run/litestream.yml"), dir.sub("run/litestream-unit.yml"))
         try Self.writeSettings(replica: old, config: written, to: settings)
         let bundle = try ObjectStoreReplicationTests.bundle(dir)
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
         let daemon = try E2E.spawning {
             try DaemonProcess(
                 directory: dir.sub("host"), bundle: bundle, arguments: ["--config", settings],
@@ -58,15 +59,16 @@ struct ReplicaChangeTests {
         #expect(said.contains("recorded"), "\(said)")
         let client = try daemon.client()
         let device = daemon.dataRoot + "/device.sqlite"
-        for (index, account) in ["alice", "bob"].enumerated() {
-            #expect(try client.callOne("switch \(account)").parameters["action"] == "created")
-            for id in 1...3 { try ObjectStoreReplicationTests.insert(client, account, id: index * 10 + id, name: "\(account)-\(id)") }
-        }
-        for value in ["lobby", "hall"] {
+        for account in ["alice", "bob"] { #expect(try client.callOne("switch \(account)").parameters["action"] == "created") }
+        // Three changes of each file, each shipped on its own: the first can then expire.
+        for (step, value) in ["lobby", "hall", "desk"].enumerated() {
+            for (index, account) in ["alice", "bob"].enumerated() {
+                try ObjectStoreReplicationTests.insert(client, account, id: index * 10 + step + 1, name: "\(account)-\(step + 1)")
+            }
             let set = try client.callOne(E2E.request("Set", [("namespace", "switch"), ("key", "kiosk"), ("value", .string(value))]))
             try #require(set.error == nil, "\(set)")
+            for database in [daemon.accountPath("alice"), daemon.accountPath("bob"), device] { try litestream.syncAndWait(database) }
         }
-        for database in [daemon.accountPath("alice"), daemon.accountPath("bob"), device] { try litestream.syncAndWait(database) }
         // Litestream's first changes expire locally (in the report: after five minutes).
         let expired = waitUntil(timeout: 60, interval: 0.5) {
             [daemon.accountPath("alice"), daemon.accountPath("bob"), device].allSatisfy(Self.firstChangeExpired)
@@ -97,7 +99,7 @@ struct ReplicaChangeTests {
         }
         let fresh = try ObjectStoreReplicationTests.host(dir, "fresh", replica: new, bundle: bundle, litestream: false).daemon
         let kiosk = try fresh.client().callOne(E2E.request("Get", [("namespace", "switch"), ("key", "kiosk")]))
-        #expect(kiosk.parameters["value"] == "hall", "device.sqlite from the new replica: \(kiosk) \(fresh.log.suffix(2000))")
+        #expect(kiosk.parameters["value"] == "desk", "device.sqlite from the new replica: \(kiosk) \(fresh.log.suffix(2000))")
     }
 
     /// `prepare-litestream` records the store on a first start, keeps the state while the store

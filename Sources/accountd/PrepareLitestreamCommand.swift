@@ -36,7 +36,8 @@ struct PrepareLitestreamCommand: ParsableCommand {
         umask(0o077)
         do {
             let facts = try LitestreamConfigFacts.read(litestreamConfig)
-            let reset = LitestreamStateReset(root: try DataRoot(readingOnly: facts.dataRoot))
+            // The data root as the daemon opens it (its own path may be a link, as the operator chose).
+            let reset = LitestreamStateReset(root: try DataRoot(facts.dataRoot))
             let store = ReplicaAddress.storeIdentity(facts.replica)
             if try reset.needsReset(for: facts.replica), let socket = facts.socket, Self.answers(socket) {
                 throw ValidationError(

@@ -50,8 +50,9 @@ struct ReplicationCommand: AsyncParsableCommand {
         if let worst = reply.worstSecondsBehind { print(String(format: "Worst: %.1fs behind.", worst)) }
         if (reply.accounts + [reply.device].compactMap { $0 }).contains(where: { $0.replicated && $0.lastSyncAt == nil && ($0.secondsBehind ?? 0) > (reply.lagThresholdSeconds ?? 5) }) {
             print(
-                "Never uploaded: if the replica's URL changed, Litestream's local state must be reset: stop accountd-litestream, "
-                    + "remove accounts/.*.sqlite-litestream and .device.sqlite-litestream under the data root, start it again (docs/REPLICATION.md).")
+                "Never uploaded: see accountd-litestream's log ('journalctl -u accountd-litestream'). If the replica's URL changed, "
+                    + "reload accountd and restart accountd-litestream: its start resets Litestream's local state for the new replica, "
+                    + "which then gets a full copy of every database (docs/REPLICATION.md).")
         }
         if reply.behind > 0 {
             let threshold = reply.lagThresholdSeconds.map { String(format: "%.0f s", $0) } ?? "a few seconds"

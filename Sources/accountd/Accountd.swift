@@ -22,7 +22,7 @@ struct Accountd: AsyncParsableCommand {
             $XDG_RUNTIME_DIR/accountd). docs/APPS.md walks an app developer through them.
             """,
         version: AccountdVersion.current,
-        subcommands: [ServeCommand.self, MigrateCommand.self, PlanCommand.self, PullCommand.self],
+        subcommands: [ServeCommand.self, MigrateCommand.self, PlanCommand.self, PullCommand.self, PrepareLitestreamCommand.self],
         defaultSubcommand: ServeCommand.self)
 
     /// Sets SQLite's process-wide settings before any command opens a connection, then parses and runs.

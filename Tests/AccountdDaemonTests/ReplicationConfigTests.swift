@@ -68,6 +68,24 @@ import Testing
         #expect(LitestreamConfig.quoted("a\"b\\c") == #""a\"b\\c""#)
     }
 
+    /// `accountd prepare-litestream` reads back, from the configuration accountd wrote, the data
+    /// root, the replica's base and the control socket, whatever tuning comes before them; a
+    /// file that is not accountd's is refused, naming it.
+    @Test func theWrittenConfigurationIsReadBack() throws {
+        let dir = TestDirectory()
+        let root = try DataRoot(dir.sub("da\"ta"))
+        for tuning in [ReplicationSettings.Tuning(), .init(retentionHours: 2, snapshotIntervalHours: 1, metricsAddress: "127.0.0.1:9090")] {
+            let settings = ReplicationSettings(
+                replica: ReplicaURL(base: "s3://bucket/a b?endpoint=http://127.0.0.1:1&region=x"), configPath: dir.sub("run/litestream.yml"), tuning: tuning)
+            try LitestreamConfig(settings: settings, root: root).write()
+            let facts = try LitestreamConfigFacts.read(settings.configPath)
+            #expect(facts == LitestreamConfigFacts(dataRoot: root.path, replica: settings.replica.base, socket: settings.controlSocketPath))
+        }
+        try Files.write("dbs:\n  - path: \"/var/lib/x.db\"\n", to: dir.sub("other.yml"))
+        #expect(throws: AccountdError.self) { try LitestreamConfigFacts.read(dir.sub("other.yml")) }
+        #expect(throws: AccountdError.self) { try LitestreamConfigFacts.read(dir.sub("missing.yml")) }
+    }
+
     @Test func anAccountsReplicaIsItsFileUnderTheBase() throws {
         let alice = try AccountName("alice")
         #expect(ReplicaURL(base: "file:///srv/replica/").account(alice) == "file:///srv/replica/alice.sqlite")

@@ -185,7 +185,9 @@ struct MoveTests {
     }
 
     /// A crash between the record and the end of the handoff leaves the account refused with
-    /// its file still here; the same command finishes the handoff.
+    /// its file still here; a pull of it, from its own replica or another, answers `AccountMoved`
+    /// as every call does (hostile33c #13), naming how to finish it and changing nothing; the
+    /// same command finishes the handoff.
     @Test func aHandoffInterruptedByACrashIsFinishedByRunningItAgain() throws {
         let dir = TestDirectory()
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
@@ -198,10 +200,19 @@ struct MoveTests {
         // What a crash right after the record leaves: the record, and the file.
         a.daemon.stop(signal: SIGKILL)
         try FileManager.default.createDirectory(atPath: a.daemon.dataRoot + "/moved", withIntermediateDirectories: true)
-        try Files.write(#"{"account":"alice","handedOffAt":"2026-11-26T12:00:00.000Z","replica":"x"}"# + "\n", to: a.daemon.dataRoot + "/moved/alice")
+        try Files.write(
+            #"{"account":"alice","handedOffAt":"2026-11-26T12:00:00.000Z","replica":"\#(a.replica)"}"# + "\n", to: a.daemon.dataRoot + "/moved/alice")
         try a.daemon.restart()
         let again = try a.daemon.client()
         #expect(try again.callOne("switch alice").error == .accountMoved)
+        let before = try E2E.sha256sum(a.daemon.accountPath("alice"))
+        for replica in [[], ["--replica", "file://" + dir.sub("replica-elsewhere")]] {
+            let pulled = try E2E.accountctl(["pull", "alice"] + replica, socket: a.daemon.socket)
+            #expect(pulled.status == 1 && pulled.stderr.contains("AccountMoved") && pulled.stderr.contains("did not finish"), "\(replica): \(pulled.stderr)")
+            #expect(pulled.stderr.contains("accountctl remove alice --handoff"), "\(pulled.stderr)")
+        }
+        #expect(try E2E.sha256sum(a.daemon.accountPath("alice")) == before)
+        #expect(FileManager.default.fileExists(atPath: a.daemon.dataRoot + "/moved/alice"))
         let finished = try E2E.accountctl(["remove", "alice", "--handoff"], socket: a.daemon.socket)
         #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr) \(a.daemon.log.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: a.daemon.accountPath("alice")))

@@ -54,7 +54,7 @@ import Testing
         #expect(exposure <= 1.0, "\(line)")
     }
 
-    /// `accountd-litestream.service` as `make install` writes it (`@LITESTREAM@` replaced):
+    /// `accountd-litestream.service` as `make install` writes it (`@LITESTREAM@`, `@BINDIR@` replaced):
     /// it verifies beside accountd's units, and is hardened as far as a program that must reach
     /// the network can be (the network alone counts 0.8 of its exposure).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs /usr/bin/systemd-analyze"))
@@ -63,7 +63,8 @@ import Testing
         let units = try Self.installUnits(into: dir.sub("units"))
         let litestream = dir.sub("units/accountd-litestream.service")
         // Any executable stands for litestream: verify checks that ExecStart= names one.
-        let sed = try runProgram("/bin/sed", ["s|@LITESTREAM@|\(Binaries.accountd)|g", Repository.root + "/systemd/accountd-litestream.service.in"])
+        let sed = try runProgram(
+            "/bin/sed", ["-e", "s|@LITESTREAM@|\(Binaries.accountd)|g", "-e", "s|@BINDIR@|\(Binaries.directory)|g", Repository.root + "/systemd/accountd-litestream.service.in"])
         try #require(sed.status == 0, "sed failed: \(sed.stderr)")
         try Files.write(sed.stdout, to: litestream)
         let result = try runProgram("/usr/bin/systemd-analyze", ["verify", "--man=no", litestream, units.service, units.socket])
@@ -74,6 +75,8 @@ import Testing
         let exposure = try #require(Double(line[line.range(of: prefix)!.upperBound...].prefix { $0.isNumber || $0 == "." }))
         #expect(exposure <= 1.1, "\(line)")
         #expect(sed.stdout.contains("ExecStart=\(Binaries.accountd) replicate -config /run/accountd/litestream.yml -no-expand-env"))
+        // Before Litestream: the reset of its local state when the replica changed (docs/REPLICATION.md).
+        #expect(sed.stdout.contains("ExecStartPre=\(Binaries.accountd) prepare-litestream --litestream-config /run/accountd/litestream.yml"))
     }
 
     // MARK: - Socket activation

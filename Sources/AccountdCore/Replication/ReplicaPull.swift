@@ -136,16 +136,23 @@ public struct ReplicaPull: Sendable {
                 account: account.rawValue, file: shown)
         }
         let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
-        try makePrivate(account, staged: temp)
-        let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
-        try accept(facts.version, facts.lastCompatibleVersion)
-        let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "pull"))
-        let (problems, mode) = try queue.writeWithoutTransaction { db in
-            (try String.fetchAll(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL"))
-        }
-        try queue.close()
-        guard problems == ["ok"] else {
-            throw AccountdError.corrupt(account, path: shown, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+        let facts: AccountFacts
+        let mode: String?
+        do {
+            try makePrivate(account, staged: temp)
+            facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+            try accept(facts.version, facts.lastCompatibleVersion)
+            let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "pull"))
+            let problems: [String]
+            (problems, mode) = try queue.writeWithoutTransaction { db in
+                (try String.fetchAll(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL"))
+            }
+            try queue.close()
+            guard problems == ["ok"] else {
+                throw AccountdError.corrupt(account, path: temp, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+            }
+        } catch let error as AccountdError where error.reason != nil {
+            throw Self.refusedCopy(error, account: account, from: shown)
         }
         guard mode?.lowercased() == "wal" else {
             throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)
@@ -159,6 +166,22 @@ public struct ReplicaPull: Sendable {
         // The account is back: a handoff of it from this host ends here.
         try root.eraseHandoff(account)
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
+    }
+
+    /// A pulled copy refused (`error`: ``AccountdError/corrupt(_:path:_:)``, too new) said of
+    /// the copy, not of a file here: the copy was removed (``finish(_:after:accept:)`` discards
+    /// it) and nothing here changed; the kind and versions stay, the file named is the replica.
+    static func refusedCopy(_ error: AccountdError, account: AccountName, from shown: String) -> AccountdError {
+        var refusal = error
+        let advice =
+            error.kind == .accountTooNew
+            ? "Upgrade the app (a bundle that reads that version), then pull again"
+            : "Check that the replica is account \(account)'s: the base of the host it was on, given with --replica"
+        refusal.message =
+            "the copy of account \(account) pulled from \(shown) was refused: it \(error.reason ?? "is not usable"). "
+            + "The pulled copy was removed and nothing here changed (account \(account) still has no file here). \(advice)"
+        refusal.file = shown
+        return refusal
     }
 
     /// Checks that what `litestream restore` left at the staging name is a regular file,

@@ -91,8 +91,9 @@ extension AccountStore {
 }
 
 extension AccountStore {
-    /// Refuses (`accountMoved`) a pull of an account handed off from this host from the very
-    /// replica it was handed off to: this host wrote that copy last, at the handoff, so the pull
+    /// Refuses (`accountMoved`) a pull of an account whose handoff a crash interrupted (the
+    /// record written, its file still here: from any replica, naming how to finish it), and a
+    /// pull of an account handed off from this host from the very replica it was handed off to: this host wrote that copy last, at the handoff, so the pull
     /// would silently bring back its stale pre-handoff state and end the fence while the new
     /// owner serves the account. The same replica is the same store however its URL is spelled
     /// (``ReplicaAddress/sameStore(_:_:)``). Nothing to refuse without a handoff record; a
@@ -102,6 +103,16 @@ extension AccountStore {
     public static func refusePullOfOwnHandoff(_ account: AccountName, root: DataRoot, from replica: ReplicaURL) throws {
         guard root.isHandedOff(account) else { return }
         let record = root.handoffRecord(account)
+        // A handoff a crash interrupted (the record written, the file still here): from any
+        // replica, the account is refused as every call refuses it, with the way to finish it.
+        if FileSystem.entry(at: root.accountPath(account)) != .missing {
+            throw AccountdError(
+                .accountMoved,
+                "account \(account)'s handoff from this host\(record.map { " (recorded at \($0.at))" } ?? "") did not finish: the record is written "
+                    + "and its file is still here (\(root.accountPath(account))), so this host refuses the account, and a pull never replaces a file. "
+                    + "Finish the handoff by running 'accountctl remove \(account) --handoff' again (then pull it on the new host). Nothing was changed",
+                account: account.rawValue, file: root.handoffPath(account))
+        }
         // The same store however it is spelled (``ReplicaAddress/storeIdentity(_:)``): a trailing
         // slash, `localhost`, another parameter order must not open the fence.
         if let handedTo = record?.replica, !ReplicaAddress.sameStore(handedTo, replica.base) { return }

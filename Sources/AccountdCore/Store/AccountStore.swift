@@ -433,11 +433,12 @@ public final class AccountStore: Sendable {
     /// The refusal of a file newer than the bundle and not readable by it.
     func tooNew(_ account: AccountName, _ facts: AccountFacts) -> AccountdError {
         let target = bundle.targetVersion
-        return AccountdError(
-            .accountTooNew,
-            "account \(account) is at version \(facts.version), newer than this bundle's \(target), and needs a bundle "
-                + "at version \(facts.lastCompatibleVersion) or later to be read; upgrade the app. The file was left untouched",
+        let reason = "is at version \(facts.version), newer than this bundle's \(target), and needs a bundle at version \(facts.lastCompatibleVersion) or later to be read"
+        var error = AccountdError(
+            .accountTooNew, "account \(account) \(reason); upgrade the app. The file was left untouched",
             account: account.rawValue, file: root.accountPath(account), fromVersion: facts.version, toVersion: target)
+        error.reason = reason
+        return error
     }
 
     /// Whether this bundle can use a file with these facts: not one that is too new for it.

@@ -89,6 +89,10 @@ public struct AccountdError: Error, Sendable, CustomStringConvertible {
     public var toVersion: Int?
     /// Further facts, one per entry, such as each schema difference.
     public var details: [String]
+    /// What is wrong with the file, in words that follow its path ("belongs to account
+    /// \"rich\": ..."), for a refusal of a file (``corrupt(_:path:_:)``, a file too new): lets
+    /// a caller that refused a copy of its own (a pull) say so in its own words. Not on the wire.
+    public var reason: String?
 
     public init(
         _ kind: Kind, _ message: String, account: String? = nil, file: String? = nil,
@@ -132,11 +136,13 @@ extension AccountdError {
     /// `account`'s file at `path` is not usable for `reason` (words following the path), with
     /// what to do: `AccountCorrupt`.
     public static func corrupt(_ account: AccountName, path: String, _ reason: String) -> AccountdError {
-        AccountdError(
+        var error = AccountdError(
             .accountCorrupt,
             "account \(account) is not usable: \(path) \(reason); the file was left untouched. "
                 + "Restore a snapshot with 'accountctl restore \(account)' or move the file aside.",
             account: account.rawValue, file: path)
+        error.reason = reason
+        return error
     }
 
     /// A file that cannot be read or written now for the disk's sake (`reason`, e.g. "the disk

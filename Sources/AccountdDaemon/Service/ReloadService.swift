@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdProtocol
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -112,11 +113,16 @@ struct ReloadService: Service {
                 metadata: ["error": "\(error)"])
             return false
         }
-        if settings.replication != services.replication.settings.current {
+        let before = services.replication.settings.current
+        if settings.replication != before {
             do {
                 // Litestream's configuration is written on the pool, like every other file.
                 try await services.pool.run { [replication = services.replication] in try replication.apply(settings.replication) }
                 if settings.replication == nil { logger.notice("reload: replication is now off; stop accountd-litestream") }
+                if let before, let after = settings.replication, !ReplicaAddress.sameStore(before.replica.base, after.replica.base) {
+                    logger.notice(
+                        "reload: the replica is now \(after.replica.redacted); restart accountd-litestream, whose start resets Litestream's local state for it (a full copy of every database goes there)")
+                }
             } catch {
                 logger.error("reload refused: \(error); the previous settings stay in force", metadata: ["error": "\(error)"])
                 return false

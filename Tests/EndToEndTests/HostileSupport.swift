@@ -159,6 +159,15 @@ enum Hostile {
             guard result?.status == 0 else { return nil }
         }
 
+        /// Mounts a tmpfs of `kibibytes` at `path`, or cancels the running test saying why.
+        static func mounted(at path: String, kibibytes: Int) throws -> Tmpfs {
+            guard let tmpfs = Tmpfs(at: path, kibibytes: kibibytes) else {
+                print("\(Test.current?.name ?? "a test"): skipped, cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
+                try Test.cancel("cannot mount a tmpfs here (mount needs root with CAP_SYS_ADMIN)")
+            }
+            return tmpfs
+        }
+
         /// Grows (or shrinks) the mounted filesystem.
         func resize(kibibytes: Int) throws {
             let result = try E2E.run("/bin/mount", ["-o", "remount,size=\(kibibytes)k", path])

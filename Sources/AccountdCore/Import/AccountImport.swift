@@ -10,13 +10,18 @@ import GRDB
 /// ``SQLReplay``) into a staging file in the data root's `tmp/` without the account's lock, and
 /// the copy is checked like a pulled file: accountd's `application_id` and records, bound
 /// to this account (a file bound to another name only with `rebind`, which rewrites the
-/// binding in the copy), at a version the caller accepts, whole by `PRAGMA integrity_check`.
+/// binding in the copy), at a version the caller accepts, whole by `PRAGMA integrity_check`,
+/// and, at the bundle's target version, with exactly the bundle's schema (the comparison
+/// `Verify` makes: a trigger or index the export never writes is refused, named).
 /// Litestream's tables, if the file carries them, are dropped: a new account starts with no
 /// replication state. The copy is put in WAL mode, synced and linked into place with
 /// `link()`, which never replaces a file. On every refusal the staging file goes and the
 /// data root is as it was; the source file is only read.
 public struct AccountImport: Sendable {
     public var root: DataRoot
+    /// The schema a file at a version must have: the bundle's target schema at its target
+    /// version (``AccountStore`` gives it); nil compares none (the offline tool, `discard`).
+    var expectedSchema: (version: Int, schema: NormalizedSchema)?
 
     /// What an import brought.
     public struct Outcome: Sendable {
@@ -30,6 +35,13 @@ public struct AccountImport: Sendable {
 
     public init(root: DataRoot) {
         self.root = root
+    }
+
+    /// An import that refuses a file at `bundle`'s target version whose schema is not the
+    /// bundle's target schema.
+    init(root: DataRoot, bundle: SchemaBundle) {
+        self.root = root
+        expectedSchema = (bundle.targetVersion, bundle.targetSchema)
     }
 
     /// The refusal of an import, naming the account and the source file.
@@ -100,9 +112,12 @@ public struct AccountImport: Sendable {
             case .sql:
                 // Made 0600 first (exclusively, not through a link): SQLite would create it with its own mode.
                 try FileSystem.createExclusive(temp)
-                try source.withMappedBytes { try SQLReplay.run($0, into: temp, account: account, source: path, shouldStop: shouldStop) }
+                try source.withMappedBytes {
+                    try SQLReplay.run($0, into: temp, account: account, source: path, quotesContent: ImportSource.isPrivileged(caller), shouldStop: shouldStop)
+                }
             }
-            let (version, lastCompatible, rows) = try prepare(temp, account: account, rebind: rebind, source: path)
+            let (version, lastCompatible, rows) = try prepare(
+                temp, account: account, rebind: rebind, source: path, quotesContent: ImportSource.isPrivileged(caller))
             for suffix in ["-wal", "-shm", "-journal"] { try FileSystem.removeIfPresent(temp + suffix) }
             try FileSystem.fsyncFile(temp)
             return Staged(
@@ -150,8 +165,8 @@ public struct AccountImport: Sendable {
     }
 
     /// Checks the staged copy, binds it to `account` if asked, drops Litestream's tables and
-    /// puts it in WAL mode.
-    private func prepare(_ temp: String, account: AccountName, rebind: Bool, source: String) throws -> (Int, Int, Int64) {
+    /// puts it in WAL mode. Unless `quotesContent`, no refusal quotes what the file holds.
+    private func prepare(_ temp: String, account: AccountName, rebind: Bool, source: String, quotesContent: Bool) throws -> (Int, Int, Int64) {
         do {
             let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "import"))
             defer { try? queue.close() }
@@ -171,7 +186,7 @@ public struct AccountImport: Sendable {
                     guard rebind else {
                         throw Self.refusal(
                             account, source,
-                            "belongs to account \(bound.map { AccountName.quoted($0) } ?? "(none)"); import it as that account, or pass rebind (accountctl import --rebind) to make it account \(account)'s")
+                            "belongs to account \(quotesContent ? bound.map { AccountName.quoted($0) } ?? "(none)" : "another name"); import it as that account, or pass rebind (accountctl import --rebind) to make it account \(account)'s")
                     }
                     try db.inTransaction {
                         try db.execute(sql: "INSERT OR REPLACE INTO accountd_meta(key, value) VALUES ('account', ?)", arguments: [account.rawValue])
@@ -187,13 +202,33 @@ public struct AccountImport: Sendable {
                 }
             }
             let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+            try checkSchema(queue, version: facts.version, account: account, source: source)
             let rows = try queue.read { db in try Self.countRows(db) }
             return (facts.version, facts.lastCompatibleVersion, rows)
         } catch let error as AccountdError {
             throw error
         } catch {
-            throw Self.refusal(account, source, "cannot be read as an account file: \(ErrorText.of(error))")
+            let reason = quotesContent ? ErrorText.of(error) : (error as? DatabaseError).map { "SQLite: \($0.resultCode)" } ?? "unreadable"
+            throw Self.refusal(account, source, "cannot be read as an account file: \(reason)")
         }
+    }
+
+    /// Refuses a staged copy at the expected version whose schema differs from the expected
+    /// one, as `Verify` compares them, naming each difference (never quoting SQL).
+    private func checkSchema(_ queue: DatabaseQueue, version: Int, account: AccountName, source: String) throws {
+        guard let expected = expectedSchema, expected.version == version else { return }
+        let differences = try queue.read { db in
+            SchemaDiff(leftName: "the file", rightName: "the bundle's target schema").differences(try SchemaReader.read(db), expected.schema)
+        }
+        guard !differences.isEmpty else { return }
+        throw AccountdError(
+            .accountCorrupt,
+            "import of account \(account) refused: \(source) is at version \(version), the bundle's, but its schema is not the bundle's "
+                + "(\(differences.count) difference(s), as 'accountctl verify' would report them: "
+                + differences.prefix(5).joined(separator: "; ") + (differences.count > 5 ? "; ..." : "")
+                + "); nothing was changed. Import an unchanged export of an account of this bundle ('accountctl export'), "
+                + "or remove from the file what is not the bundle's",
+            account: account.rawValue, file: source, details: differences)
     }
 
     /// The rows of every stored table of the account's own (not SQLite's, accountd's or Litestream's).

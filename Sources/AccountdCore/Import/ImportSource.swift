@@ -23,9 +23,10 @@ import Foundation
 ///   and a copy of the main file alone would lose them;
 /// - not empty, and smaller than the space free in the data root (64 MiB kept free);
 /// - readable by the caller by its own mode bits (owner, group, others; the caller's
-///   supplementary groups count; ACLs and the folders on the way are not looked at), unless
-///   the caller is root or the daemon's user: the daemon reads for the caller, not beyond
-///   what the caller could read itself.
+///   supplementary groups count; ACLs are not looked at), and every folder on the way to it
+///   searchable (`x`) by the caller by the same rule, unless the caller is root or the
+///   daemon's user: the daemon reads for the caller, not beyond what the caller could read
+///   itself (a world-readable file in a folder the caller cannot enter is refused).
 public final class ImportSource {
     /// Who asked for the import, as the kernel reported it.
     public struct Caller: Sendable {
@@ -70,6 +71,9 @@ public final class ImportSource {
         }
         guard path.hasPrefix("/") else { throw refuse("is not an absolute path") }
         let named = URL(fileURLWithPath: path).standardizedFileURL.path
+        // Before anything is resolved or looked at as the daemon: a caller learns nothing of
+        // what lies behind a folder it cannot enter, not even whether the file exists.
+        if let caller, !Self.isPrivileged(caller), let why = Self.unreachable(named, for: caller) { throw refuse(why) }
         guard let resolved = Self.realPath(path) else { throw refuse("cannot be found (\(String(cString: strerror(errno))))") }
         guard resolved == named else {
             throw refuse("goes through a symbolic link (it resolves to \(resolved)); import reads no link: give the file's own path")
@@ -95,8 +99,10 @@ public final class ImportSource {
                 "is held locked by another process (\(holder == -1 ? "one" : "pid \(holder)")): it is a live database there (an account file of another accountd, say), whose last transactions may be in a WAL this path does not show; "
                     + "export it where it lives ('accountctl export', or 'sqlite3 FILE .backup COPY') and import the copy, or stop that process first")
         }
-        if let caller, caller.uid != 0, caller.uid != getuid(), !Self.readable(before, by: caller) {
-            throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")
+        if let caller, !Self.isPrivileged(caller) {
+            guard Self.readable(before, by: caller) else {
+                throw refuse("is not readable by the caller (uid \(caller.uid)) by its permissions; the daemon reads only what its caller could")
+            }
         }
         var wal = stat()
         if lstat(path + "-wal", &wal) == 0, wal.st_size > 0 {
@@ -156,11 +162,46 @@ public final class ImportSource {
         return String(cString: resolved)
     }
 
+    /// Whether `caller` is root or the daemon's user (nil: the offline tool), whom the
+    /// permission checks do not apply to and whom errors may quote a file's content to.
+    static func isPrivileged(_ caller: Caller?) -> Bool {
+        guard let caller else { return true }
+        return caller.uid == 0 || caller.uid == getuid()
+    }
+
     /// Whether `info`'s mode bits let `caller` read it.
     private static func readable(_ info: stat, by caller: Caller) -> Bool {
-        if info.st_uid == caller.uid { return info.st_mode & S_IRUSR != 0 }
-        if info.st_gid == caller.gid || caller.groups.contains(info.st_gid) { return info.st_mode & S_IRGRP != 0 }
-        return info.st_mode & S_IROTH != 0
+        allows(info, caller, owner: S_IRUSR, group: S_IRGRP, others: S_IROTH)
+    }
+
+    /// Whether `info`'s mode bits give `caller` the owner's, the group's or the others' bit,
+    /// as the kernel picks the class (owner first, then any of the caller's groups).
+    private static func allows(_ info: stat, _ caller: Caller, owner: mode_t, group: mode_t, others: mode_t) -> Bool {
+        if info.st_uid == caller.uid { return info.st_mode & owner != 0 }
+        if info.st_gid == caller.gid || caller.groups.contains(info.st_gid) { return info.st_mode & group != 0 }
+        return info.st_mode & others != 0
+    }
+
+    /// Why `caller` cannot reach `path` (absolute) by the mode bits of the folders on the way
+    /// (`/` first): one it may not search (`x`), or a symbolic link among them; nil when every
+    /// folder lets it through. A missing component is left to the checks after this one.
+    private static func unreachable(_ path: String, for caller: Caller) -> String? {
+        let parts = path.split(separator: "/").dropLast()
+        var folder = ""
+        for index in 0...parts.count {
+            if index > 0 { folder += "/" + parts[parts.startIndex + index - 1] }
+            let shown = folder.isEmpty ? "/" : folder
+            var info = stat()
+            guard lstat(shown, &info) == 0 else { return nil }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                return info.st_mode & S_IFMT == S_IFLNK
+                    ? "goes through a symbolic link (\(shown)); import reads no link: give the file's own path" : nil
+            }
+            guard allows(info, caller, owner: S_IXUSR, group: S_IXGRP, others: S_IXOTH) else {
+                return "is in folder \(shown), which the caller (uid \(caller.uid)) cannot enter by its permissions; the daemon reads only what its caller could"
+            }
+        }
+        return nil
     }
 
     /// Copies the file to `destination` (created 0600, exclusively, not through a link) and

@@ -24,13 +24,16 @@ enum SQLReplay {
     ///
     /// - Throws: `accountCorrupt` naming the statement's number and SQLite's message when
     ///   a statement fails, is refused, or the text ends inside a transaction; `storage` when
-    ///   the database cannot be made.
+    ///   the database cannot be made. Unless `quotesContent` (the caller is root or the
+    ///   daemon's user), the message gives only SQLite's kind of error, never its text, which
+    ///   may quote the file (`near "…"`): the reply tells no caller what a file holds.
     ///
     /// `shouldStop` is asked every ``SQLiteInterrupt/progressSteps`` virtual machine steps and
     /// between statements (the daemon is stopping, the client went away): the replay then
     /// ends at once with `interrupted`, and the caller removes the staging file.
     static func run(
-        _ text: UnsafeRawBufferPointer, into path: String, account: AccountName, source: String, shouldStop: @escaping @Sendable () -> Bool = { false }
+        _ text: UnsafeRawBufferPointer, into path: String, account: AccountName, source: String, quotesContent: Bool = true,
+        shouldStop: @escaping @Sendable () -> Bool = { false }
     ) throws {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
@@ -63,7 +66,7 @@ enum SQLReplay {
             { context in Unmanaged<StopCheck>.fromOpaque(context!).takeUnretainedValue().check() ? 1 : 0 },
             Unmanaged.passUnretained(stopCheck).toOpaque())
         defer { sqlite3_progress_handler(db, 0, nil, nil) }
-        try withExtendedLifetime(stopCheck) { try replay(db, text, account: account, source: source, shouldStop: shouldStop) }
+        try withExtendedLifetime(stopCheck) { try replay(db, text, account: account, source: source, quotesContent: quotesContent, shouldStop: shouldStop) }
     }
 
     /// The `shouldStop` of a replay, for SQLite's progress handler.
@@ -80,9 +83,10 @@ enum SQLReplay {
             account: account.rawValue, file: source)
     }
 
-    /// The statements of `text`, one at a time, on `db` (see ``run(_:into:account:source:shouldStop:)``).
+    /// The statements of `text`, one at a time, on `db` (see ``run(_:into:account:source:quotesContent:shouldStop:)``).
     private static func replay(
-        _ db: OpaquePointer, _ text: UnsafeRawBufferPointer, account: AccountName, source: String, shouldStop: @Sendable () -> Bool
+        _ db: OpaquePointer, _ text: UnsafeRawBufferPointer, account: AccountName, source: String, quotesContent: Bool,
+        shouldStop: @Sendable () -> Bool
     ) throws {
         guard let base = text.baseAddress?.assumingMemoryBound(to: CChar.self) else {
             throw AccountImport.refusal(account, source, "holds no SQL")
@@ -98,7 +102,7 @@ enum SQLReplay {
             let prepared = prepare(db, at: position, end: end, hint: &hint, statement: &statement, tail: &tail)
             if prepared == SQLITE_INTERRUPT, shouldStop() { throw stopped(account, source) }
             guard prepared == SQLITE_OK else {
-                throw failure(db, number: number + 1, account: account, source: source)
+                throw failure(db, number: number + 1, account: account, source: source, quotesContent: quotesContent)
             }
             guard let statement else {
                 // Only blanks or comments were left.
@@ -111,7 +115,7 @@ enum SQLReplay {
             while code == SQLITE_ROW { code = sqlite3_step(statement) }
             sqlite3_finalize(statement)
             if code == SQLITE_INTERRUPT, shouldStop() { throw stopped(account, source) }
-            guard code == SQLITE_DONE else { throw failure(db, number: number, account: account, source: source) }
+            guard code == SQLITE_DONE else { throw failure(db, number: number, account: account, source: source, quotesContent: quotesContent) }
             guard let tail, tail > position else { break }
             position = tail
         }
@@ -148,8 +152,11 @@ enum SQLReplay {
         }
     }
 
-    private static func failure(_ db: OpaquePointer, number: Int, account: AccountName, source: String) -> AccountdError {
-        let message = String(cString: sqlite3_errmsg(db))
+    private static func failure(_ db: OpaquePointer, number: Int, account: AccountName, source: String, quotesContent: Bool) -> AccountdError {
+        let message =
+            quotesContent
+            ? String(cString: sqlite3_errmsg(db))
+            : "SQLite: " + String(cString: sqlite3_errstr(sqlite3_extended_errcode(db))) + "; its text is shown only to root or the daemon's user"
         return AccountImport.refusal(
             account, source,
             "is not an sql export accountd can replay: statement \(number) fails (\(message)); only the SQL an 'accountctl export --format sql' writes is taken")

@@ -14,7 +14,7 @@ extension AccountStore {
     ) throws -> AccountImport.Outcome {
         try underLock(account, holding: hold) {
             known.withLock { $0[account] = nil }
-            return try AccountImport(root: root).importFile(path, as: account, rebind: rebind, caller: caller) { version, lastCompatible in
+            return try AccountImport(root: root, bundle: bundle).importFile(path, as: account, rebind: rebind, caller: caller) { version, lastCompatible in
                 let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
                 guard isUsable(facts) else { throw tooNew(account, facts) }
             }
@@ -32,7 +32,7 @@ extension AccountStore {
         _ path: String, as account: AccountName, rebind: Bool, caller: ImportSource.Caller?, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) throws -> AccountImport.Staged {
         try root.refuseHandedOff(account)
-        return try AccountImport(root: root).stage(path, as: account, rebind: rebind, caller: caller, shouldStop: shouldStop)
+        return try AccountImport(root: root, bundle: bundle).stage(path, as: account, rebind: rebind, caller: caller, shouldStop: shouldStop)
     }
 
     /// Links a staged import into place under the account's lock
@@ -44,7 +44,7 @@ extension AccountStore {
     public func installImport(_ staged: AccountImport.Staged, holding hold: AccountHold) throws -> AccountImport.Outcome {
         try underLock(staged.account, holding: hold) {
             known.withLock { $0[staged.account] = nil }
-            return try AccountImport(root: root).install(staged) { version, lastCompatible in
+            return try AccountImport(root: root, bundle: bundle).install(staged) { version, lastCompatible in
                 let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
                 guard isUsable(facts) else { throw tooNew(staged.account, facts) }
             }

@@ -113,11 +113,6 @@ public struct LitestreamStateReset: Sendable {
     /// like the data root when this process is root.
     private func writeRecord(_ store: String) throws {
         try FileSystem.atomicWrite(Data((store + "\n").utf8), to: root.path + "/" + Self.recordName)
-        var info = stat()
-        if geteuid() == 0, fstat(root.folder.descriptor, &info) == 0, info.st_uid != 0 {
-            guard fchownat(root.folder.descriptor, Self.recordName, info.st_uid, info.st_gid, AT_SYMLINK_NOFOLLOW) == 0 else {
-                throw AccountdError.storage("giving the data root's owner", path: root.path + "/" + Self.recordName, errno: errno)
-            }
-        }
+        try root.keepOwner(of: Self.recordName)
     }
 }

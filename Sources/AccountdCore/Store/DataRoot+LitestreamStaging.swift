@@ -36,14 +36,4 @@ extension DataRoot {
     func litestreamOutputPath(_ account: AccountName, _ staging: Staging) -> String {
         stagingPath(account, staging) + "/" + account.rawValue + ".sqlite"
     }
-
-    /// The owner and group Litestream runs as when this process is root and the data root
-    /// belongs to another user (an offline tool run by hand as root on the daemon's data
-    /// root); nil otherwise. A Litestream run as that user cannot write anywhere the data
-    /// root's owner cannot, whatever that owner planted in the data root.
-    public func foreignOwner() -> LitestreamProgram.User? {
-        var info = stat()
-        guard geteuid() == 0, fstat(folder.descriptor, &info) == 0, info.st_uid != 0 else { return nil }
-        return LitestreamProgram.User(uid: info.st_uid, gid: info.st_gid)
-    }
 }

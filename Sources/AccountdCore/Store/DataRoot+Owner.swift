@@ -5,6 +5,17 @@
 #endif
 
 extension DataRoot {
+    /// The data root's owner and group when this process runs as root and the data root
+    /// belongs to another user (an offline tool run by hand as root on the daemon's data
+    /// root); nil otherwise. What such a process creates goes to them (``keepOwner()``), and
+    /// Litestream runs as them: it cannot write anywhere the data root's owner cannot,
+    /// whatever that owner planted in the data root.
+    public func foreignOwner() -> LitestreamProgram.User? {
+        var info = stat()
+        guard geteuid() == 0, fstat(folder.descriptor, &info) == 0, info.st_uid != 0 else { return nil }
+        return LitestreamProgram.User(uid: info.st_uid, gid: info.st_gid)
+    }
+
     /// Gives what this process created under the data root to the data root's owner and
     /// group, when this process runs as root and the data root belongs to another user.
     ///
@@ -19,10 +30,20 @@ extension DataRoot {
     /// - Throws: `storage` naming the entry that could not be handed over.
     @discardableResult
     public func keepOwner() throws -> Int {
-        let me = geteuid()
-        var info = stat()
-        guard me == 0, fstat(folder.descriptor, &info) == 0, info.st_uid != me else { return 0 }
-        return try Self.handOver(in: folder, to: info.st_uid, group: info.st_gid, from: me)
+        guard let owner = foreignOwner() else { return 0 }
+        return try Self.handOver(in: folder, to: owner.uid, group: owner.gid, from: geteuid())
+    }
+
+    /// Gives the entry `name` of the data root's own folder to the data root's owner and
+    /// group, as ``keepOwner()`` does for everything, when this process runs as root and the
+    /// data root belongs to another user; the entry itself, never what a link points to.
+    ///
+    /// - Throws: `storage` when it cannot be handed over.
+    func keepOwner(of name: String) throws {
+        guard let owner = foreignOwner() else { return }
+        guard fchownat(folder.descriptor, name, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw AccountdError.storage("giving the data root's owner", path: folder.path + "/" + name, errno: errno)
+        }
     }
 
     private static func handOver(in folder: DataRootFolder, to owner: uid_t, group: gid_t, from me: uid_t) throws -> Int {

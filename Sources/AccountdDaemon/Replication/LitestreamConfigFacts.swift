@@ -1,14 +1,15 @@
 import AccountdCore
 import AccountdProtocol
 import Foundation
+import Yams
 
 /// What a Litestream configuration accountd wrote (``LitestreamConfig``) says, read back:
 /// the data root, the replica's base URL and the control socket. `accountd prepare-litestream`
 /// reads the very file the `accountd-litestream` unit hands Litestream, so what it compares
 /// is what Litestream is about to use (not accountd's settings, which may not be reloaded yet).
 ///
-/// Only accountd's own layout is read: every value it needs is a double-quoted scalar on a
-/// line of its own (`- dir: "…/accounts"`, the first `url: "…"`, `path: "…"` under `socket:`).
+/// Read with Yams as accountd writes it: the first entry of `dbs` is the `accounts/`
+/// directory with the replica's base URL; `socket.path` the control socket.
 public struct LitestreamConfigFacts: Sendable, Equatable {
     /// The data root: the parent of the `accounts/` directory entry.
     public var dataRoot: String
@@ -37,24 +38,13 @@ public struct LitestreamConfigFacts: Sendable, Equatable {
         return try parse(String(decoding: data, as: UTF8.self), path: path)
     }
 
-    /// The facts in `text`, the contents of `path`.
+    /// The facts in `text`, the contents of `path`: the first database entry's `dir` and
+    /// replica `url`, and `socket.path`.
     static func parse(_ text: String, path: String) throws -> LitestreamConfigFacts {
-        var accounts: String?
-        var replica: String?
-        var socket: String?
-        var inSocket = false
-        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            if !line.hasPrefix(" ") && !line.hasPrefix("#") { inSocket = line == "socket:" }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if accounts == nil, let value = value(of: "- dir:", in: trimmed) {
-                accounts = value
-            } else if replica == nil, let value = value(of: "url:", in: trimmed) {
-                replica = value
-            } else if inSocket, socket == nil, let value = value(of: "path:", in: trimmed) {
-                socket = value
-            }
-        }
-        guard let accounts, accounts.hasSuffix("/accounts"), let replica else {
+        let yaml = try? Yams.compose(yaml: text)
+        let first = yaml?["dbs"]?.sequence?.first
+        let socket = yaml?["socket"]?["path"]?.string
+        guard let accounts = first?["dir"]?.string, accounts.hasSuffix("/accounts"), let replica = first?["replica"]?["url"]?.string else {
             throw AccountdError(
                 .storage,
                 "\(path) is not a Litestream configuration accountd wrote (it lacks the accounts/ directory entry or the replica's url); "
@@ -62,11 +52,5 @@ public struct LitestreamConfigFacts: Sendable, Equatable {
                 file: path)
         }
         return LitestreamConfigFacts(dataRoot: String(accounts.dropLast("/accounts".count)), replica: replica, socket: socket)
-    }
-
-    /// The double-quoted scalar after `key` on `line`; nil when the line holds another key.
-    private static func value(of key: String, in line: String) -> String? {
-        guard line.hasPrefix(key + " ") else { return nil }
-        return (try? JSONParser.parse(String(line.dropFirst(key.count + 1))))?.stringValue
     }
 }

@@ -7,10 +7,6 @@ import AccountdProtocol
 /// None of it carries an account's name, so a fleet of devices has a bounded number of
 /// series whatever its accounts (the active account's name only behind `metrics.accountLabels`).
 struct FleetFigures: Sendable {
-    /// The states accounts are counted in: the `state` label of `accountd_accounts_by_state`,
-    /// each present (at 0 when none is in it).
-    static let states = AccountView.labels
-
     /// The bundle's target version.
     var bundleVersion: Int
     /// Account files under the data root.
@@ -36,7 +32,7 @@ struct FleetFigures: Sendable {
         active: Set<AccountName>
     ) -> FleetFigures {
         let states = census.take(store) { board.isMigrating($0) }
-        var byState = Dictionary(uniqueKeysWithValues: Self.states.map { ($0, 0) })
+        var byState = Dictionary(uniqueKeysWithValues: AccountView.labels.map { ($0, 0) })
         for (account, state) in states {
             // Decided as `Status ACCOUNT` and `List` decide it (``AccountView``).
             let name = AccountView.label(file: state, failure: failed[account], migrating: board.isMigrating(account))

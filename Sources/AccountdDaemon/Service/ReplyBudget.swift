@@ -22,12 +22,7 @@ final class ReplyBudget: Sendable {
     /// `limits.replyBytesPerUid`.
     let perUid: Int
 
-    private struct State {
-        var byUid: [UInt32: Int] = [:]
-        var all = 0
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex(UidTally())
 
     init(total: Int, perUid: Int) {
         self.total = max(1, total)
@@ -39,30 +34,21 @@ final class ReplyBudget: Sendable {
 
     /// The bytes held now for `uid`, and in all.
     func held(by uid: UInt32) -> (uid: Int, all: Int) {
-        state.withLock { ($0.byUid[uid, default: 0], $0.all) }
+        state.withLock { ($0.held(by: uid), $0.all) }
     }
 
     /// Counts `bytes` more for `uid`, unless that would pass a bound (or `force`).
     fileprivate func take(_ bytes: Int, uid: UInt32, force: Bool) -> ReplyOverBudget.Bound? {
-        state.withLock { state in
-            let mine = state.byUid[uid, default: 0]
-            if !force {
-                if mine + bytes > perUid { return .perUid(held: mine, limit: perUid) }
-                if state.all + bytes > total { return .total(held: state.all, limit: total) }
-            }
-            state.byUid[uid] = mine + bytes
-            state.all += bytes
-            return nil
+        switch state.withLock({ $0.add(bytes, uid: uid, perUid: perUid, total: total, force: force) }) {
+        case nil: nil
+        case .perUid(let held): .perUid(held: held, limit: perUid)
+        case .total(let held): .total(held: held, limit: total)
         }
     }
 
     fileprivate func give(_ bytes: Int, uid: UInt32) {
         guard bytes > 0 else { return }
-        state.withLock { state in
-            let left = state.byUid[uid, default: bytes] - bytes
-            state.byUid[uid] = left > 0 ? left : nil
-            state.all -= bytes
-        }
+        state.withLock { $0.remove(bytes, uid: uid) }
     }
 
     /// The bytes counted for one reply: grown as its rows are read, settled to its JSON's size,

@@ -10,12 +10,7 @@ final class StagedExports: Sendable {
     let perUid: Int
     let total: Int
 
-    private struct State {
-        var byUid: [UInt32: Int] = [:]
-        var all = 0
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex(UidTally())
 
     init(perUid: Int, total: Int) {
         self.perUid = max(1, perUid)
@@ -26,18 +21,14 @@ final class StagedExports: Sendable {
     ///
     /// - Throws: `AccountBusy` when `uid` has ``perUid`` copies staged, or all uids together ``total``.
     func take(for uid: UInt32, account: AccountName) throws -> Slot {
-        let refusal = state.withLock { state -> String? in
-            let mine = state.byUid[uid, default: 0]
-            if mine >= perUid {
-                return "uid \(uid) already has \(mine) sqlite exports in progress, each staging a copy of its account (limits.stagedExportsPerUid is \(perUid))"
+        let refusal: String? =
+            switch state.withLock({ $0.add(1, uid: uid, perUid: perUid, total: total) }) {
+            case nil: nil
+            case .perUid(let mine):
+                "uid \(uid) already has \(mine) sqlite exports in progress, each staging a copy of its account (limits.stagedExportsPerUid is \(perUid))"
+            case .total(let all):
+                "\(all) sqlite exports are in progress, each staging a copy of its account (limits.stagedExports is \(total))"
             }
-            if state.all >= total {
-                return "\(state.all) sqlite exports are in progress, each staging a copy of its account (limits.stagedExports is \(total))"
-            }
-            state.byUid[uid] = mine + 1
-            state.all += 1
-            return nil
-        }
         if let refusal {
             throw AccountdError(
                 .accountBusy,
@@ -48,11 +39,7 @@ final class StagedExports: Sendable {
     }
 
     private func give(_ uid: UInt32) {
-        state.withLock { state in
-            let left = state.byUid[uid, default: 1] - 1
-            state.byUid[uid] = left > 0 ? left : nil
-            state.all -= 1
-        }
+        state.withLock { $0.remove(1, uid: uid) }
     }
 
     /// One staged copy's place, given back once by ``release()``.

@@ -161,8 +161,10 @@ public enum Daemon {
     /// The `limits.*` of statements and streamed replies, with the fair shares resolved for a pool of `poolThreads`.
     private static func sqlLimits(_ settings: DaemonSettings, poolThreads: Int) -> DataService.Limits {
         let streams = settings.streams
+        let threads = UidShares.threads(poolThreads: poolThreads, migrations: settings.migrateConcurrency)
         return DataService.Limits(
-            timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows, statementsPerUid: streams.statements(poolThreads: poolThreads),
+            timeoutMs: settings.queryTimeoutMs, maxRows: settings.queryMaxRows, statementsPerUid: streams.statements(threads: threads),
+            statementThreads: threads,
             streamStallSeconds: streams.streamStallSeconds, stagedExportsPerUid: streams.stagedExportsPerUid, stagedExports: streams.stagedExports,
             replyBytes: streams.replyBytes, replyBytesPerUid: streams.replyBytesPerUid)
     }

@@ -101,7 +101,7 @@ extension DaemonSettings {
         /// (`limits.streamStallSeconds`, default 30).
         public var streamStallSeconds: Double = 30
         /// How many of one uid's statements (and pieces of streams) run on the blocking pool at
-        /// once; the rest wait their turn (`limits.statementsPerUid`, default 0: half the pool).
+        /// once; the rest wait their turn (`limits.statementsPerUid`, default 0: half the threads statements may take).
         public var statementsPerUid = 0
         /// How many connections one uid may have open (`limits.maxConnectionsPerUid`, default
         /// 0: half of `limits.maxConnections`).
@@ -129,8 +129,8 @@ extension DaemonSettings {
             self.stagedExports = stagedExports
         }
 
-        /// `statementsPerUid` in force for a pool of `poolThreads`: half the pool when 0.
-        public func statements(poolThreads: Int) -> Int { statementsPerUid > 0 ? statementsPerUid : max(1, poolThreads / 2) }
+        /// `statementsPerUid` in force when app statements may take `threads` of the pool: half of them when 0.
+        public func statements(threads: Int) -> Int { statementsPerUid > 0 ? statementsPerUid : max(1, threads / 2) }
 
         /// `maxConnectionsPerUid` in force under `maxConnections`: half of it when 0.
         public func connections(maxConnections: Int) -> Int {

@@ -33,16 +33,23 @@ struct RefusedRequest: WireError {
 
 /// A connection over `limits.maxConnections`: answered with this error, then closed.
 struct TooManyConnections: WireError {
-    /// `limits.maxConnections`, or `limits.maxConnectionsPerUid` when `perUid`.
+    /// Which limit it met.
+    let refusal: ConnectionCounter.Refusal
+    /// `limits.maxConnections`, or `limits.maxConnectionsPerUid` for ``ConnectionCounter/Refusal/uid``.
     let limit: Int
-    /// Whether the caller's uid has its share of connections open already.
-    var perUid = false
+    /// The connections kept for uids with few open (``ConnectionCounter/newcomerReserve``).
+    var reserve = 0
 
     var wireName: ErrorName { .tooManyConnections }
     var wireMessage: String {
-        perUid
-            ? "accountd already serves \(limit) connections of this uid (limits.maxConnectionsPerUid); close some of them, or retry later"
-            : "accountd already serves \(limit) connections (limits.maxConnections); retry later"
+        switch refusal {
+        case .uid:
+            "accountd already serves \(limit) connections of this uid (limits.maxConnectionsPerUid); close some of them, or retry later"
+        case .total:
+            "accountd already serves \(limit) connections (limits.maxConnections); retry later"
+        case .reserved:
+            "accountd keeps the last \(reserve) of its \(limit) connections (limits.maxConnections) for uids with fewer than \(ConnectionCounter.newcomerConnections) open, and this uid has more; close some of them, or retry later"
+        }
     }
     var wireFacts: [(String, JSONValue)] { [("limit", JSONValue(limit))] }
 }

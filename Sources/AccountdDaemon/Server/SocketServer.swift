@@ -116,7 +116,7 @@ struct SocketServer: Service {
             try await server.executeThenClose { connections in
                 for try await accepted in connections.cancelOnGracefulShutdown() {
                     if let refusal = accepted.refusal {
-                        let error = TooManyConnections(limit: refusal == .uid ? counter.perUid : counter.limit, perUid: refusal == .uid)
+                        let error = TooManyConnections(refusal: refusal, limit: refusal == .uid ? counter.perUid : counter.limit, reserve: counter.newcomerReserve)
                         group.addTask { await refuse(accepted, error) }
                         continue
                     }
@@ -137,9 +137,8 @@ struct SocketServer: Service {
 
     /// Answers a connection over a limit with an error and closes it.
     private func refuse(_ accepted: Accepted, _ error: TooManyConnections) async {
-        let which = error.perUid ? "of this uid (limits.maxConnectionsPerUid)" : "(limits.maxConnections)"
         logger.warning(
-            "refused a connection from uid \(accepted.peer.uid): \(error.limit) connections \(which) are open",
+            "refused a connection from uid \(accepted.peer.uid): \(error.wireMessage)",
             metadata: ["peer_uid": "\(accepted.peer.uid)"])
         let reply = error.reply
         let channel = accepted.channel

@@ -32,6 +32,8 @@ final class DataService: Sendable {
         var maxRows = 10_000
         /// `limits.statementsPerUid`: how many of one uid's statements run at once (``UidShares``).
         var statementsPerUid = 8
+        /// How many statements run at once in all (``UidShares/threads(poolThreads:migrations:)``); nil: no bound.
+        var statementThreads: Int? = nil
         /// `limits.streamStallSeconds`: how long a streamed reply waits for its client (``ReplyStream``).
         var streamStallSeconds: Double = 30
         /// `limits.stagedExportsPerUid`: the copies `Export sqlite` stages for one uid at once (``StagedExports``).
@@ -68,7 +70,7 @@ final class DataService: Sendable {
         self.connections = connections
         self.pool = pool
         self.hub = hub
-        shares = UidShares(perUid: limits.statementsPerUid)
+        shares = UidShares(perUid: limits.statementsPerUid, threads: limits.statementThreads)
         replies = ReplyBudget(total: limits.replyBytes, perUid: limits.replyBytesPerUid)
         self.watch = DataRootWatch(root: stores.current.root.path)
     }

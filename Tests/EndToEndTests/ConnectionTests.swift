@@ -98,17 +98,28 @@ import Testing
         let daemon = try E2E.daemon(directory: dir.path)
         let (client, release) = try Hostile.clientWithASetWaitingForItsCommit(daemon, key: "beta", value: "2")
 
+        let signalled = ContinuousClock.now
         kill(daemon.process.processIdentifier, SIGTERM)
         let stoppedAccepting = waitUntil(timeout: 20) { (try? RawClient(socket: daemon.socket)) == nil }
         #expect(stoppedAccepting, "the daemon still accepted connections 20 s after SIGTERM")
-        try client.send("ping\n" + "pi")
+        let sent = (try? client.send("ping\n" + "pi")) != nil
+        let late = ContinuousClock.now - signalled
         release()
 
         let (closed, lines) = client.readUntilClosed(timeout: 20)
-        let replies = try lines.map { try Reply.decode(Array($0.utf8)) }
-        #expect(replies.map(\.error) == [nil, .shuttingDown, .shuttingDown], "\(lines)")
+        let replies = try lines.map { try Reply.decode(Array($0.utf8)).error }
         #expect(closed, "the connection was not closed after its ShuttingDown replies")
         #expect(E2E.stop(daemon, signal: 0, timeout: 30) == 0)
+        if late < .seconds(8) {
+            #expect(sent)
+            #expect(replies == [nil, .shuttingDown, .shuttingDown], "\(lines)")
+        } else {
+            // So loaded a machine that the closing grace (10 s) may have run out before the
+            // client's next requests: then the running Set is answered ShuttingDown and the
+            // connection closed, as the grace promises.
+            #expect(replies == [nil, .shuttingDown, .shuttingDown] || replies == [.shuttingDown], "\(lines) (\(late) after SIGTERM)")
+        }
+        guard replies.first == .some(nil) else { return }
         // The Set that was answered is kept.
         try E2E.spawning { try daemon.restart() }
         #expect(try daemon.client().callOne("get switch beta").parameters["value"] == 2)

@@ -141,6 +141,26 @@ import Testing
         #expect(try FleetFailureTests.byState(daemon)["current"] == 1)
     }
 
+    /// hostile34d F2: an `unavailable` record stayed through successful `query` and `exec` on
+    /// the account. A statement that used the file clears it (the file shows its own state).
+    @Test func aStatementThatUsedTheFileClearsUnavailable() throws {
+        let dir = TestDirectory()
+        let full = try FullDiskMigrate(dir)
+        defer { full.end() }
+        let daemon = full.daemon
+        #expect(full.failed.status == 1, "\(full.failed.stdout) \(full.failed.stderr)")
+        full.free()
+        let client = try daemon.client()
+        #expect(try client.callOne("status g1").parameters["state"] == "unavailable")
+        let read = try E2E.accountctl(["query", "--account", "g1", "--no-migrate", "SELECT 1"], socket: daemon.socket)
+        #expect(read.status == 0, "\(read.stderr)")
+        let status = try client.callOne("status g1")
+        #expect(status.parameters["state"] == "outdated", "\(status.encoded())")
+        #expect(try Self.listed("g1", client).state == "outdated")
+        let states = try FleetFailureTests.byState(daemon)
+        #expect(states["unavailable"] == 0 && states["outdated"] == 1, "\(states)")
+    }
+
     /// hostile34d F2: a `migrate --create` that failed on a full disk recorded the missing
     /// account `unavailable`, and a sound file later copied (or imported) under that name
     /// showed `unavailable` everywhere. A create that left no file records nothing.

@@ -102,8 +102,21 @@ final class AccountFailures: Sendable {
     /// used (`corrupt`, `too_new`, `unavailable`) goes; a `failed` one (a migration or an
     /// `on-open.sql` that failed) stays until an open of it succeeds.
     func fileFoundSound(_ account: AccountName, on pool: BlockingPool, logger: Logger) async {
+        await clear(account, ifIn: ["corrupt", "too_new", "unavailable"], on: pool, logger: logger)
+    }
+
+    /// A statement (`Query`, `Execute`) used `account`'s file: a record saying it could not be
+    /// opened or read (`unavailable`: the disk, a lock) or was too new for the bundle
+    /// (`too_new`) goes. One saying it is `corrupt` stays (a statement reads only some of its
+    /// pages; `Verify` reads all), as does a `failed` migration.
+    func fileUsed(_ account: AccountName, on pool: BlockingPool, logger: Logger) async {
+        guard let state = failure(of: account)?.state, state == "unavailable" || state == "too_new" else { return }
+        await clear(account, ifIn: ["too_new", "unavailable"], on: pool, logger: logger)
+    }
+
+    private func clear(_ account: AccountName, ifIn states: Set<String>, on pool: BlockingPool, logger: Logger) async {
         let cleared = failed.withLock { failed -> Bool in
-            guard let state = failed[account]?.state, ["corrupt", "too_new", "unavailable"].contains(state) else { return false }
+            guard let state = failed[account]?.state, states.contains(state) else { return false }
             failed[account] = nil
             return true
         }

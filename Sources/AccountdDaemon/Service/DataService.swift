@@ -105,7 +105,9 @@ final class DataService: Sendable {
     ) async throws -> ExecuteReply {
         let account = try target(account)
         do {
-            return try await executeOnce(account, statements, migrate: migrate, uid: uid, gone: gone)
+            let reply = try await executeOnce(account, statements, migrate: migrate, uid: uid, gone: gone)
+            await recordUse(account)
+            return reply
         } catch {
             await recordDamage(error, account: account)
             throw error
@@ -184,7 +186,7 @@ final class DataService: Sendable {
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let stop = SQLStop(gone: sink.isGone)
         do {
-            return try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
+            let result = try await usable(account, locked: false, migrate: migrate, uid: uid) { store in
                 let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: true, busy: store.options.lockTimeout)
                 var broken = false
                 defer { connections.giveBack(connection, account: account, broken: broken) }
@@ -199,6 +201,8 @@ final class DataService: Sendable {
                     throw error
                 }
             }
+            await recordUse(account)
+            return result
         } catch {
             await recordDamage(error, account: account)
             throw error
@@ -341,6 +345,12 @@ final class DataService: Sendable {
         default:
             return error
         }
+    }
+
+    /// Records that a statement used `account`'s file: an `unavailable` or `too_new` record of
+    /// it goes (``AccountFailures/fileUsed(_:on:logger:)``).
+    func recordUse(_ account: AccountName) async {
+        await switching.failedAccounts.fileUsed(account, on: pool, logger: switching.logger)
     }
 
     /// Records `error`, when it found the account's file damaged inside, as an open that found

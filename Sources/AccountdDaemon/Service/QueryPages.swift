@@ -132,6 +132,7 @@ extension DataService {
             throw error
         }
         await release(pages)
+        await recordUse(account)
         return QueryReply(rowCount: pages.count, truncated: pages.truncated)
     }
 

@@ -44,4 +44,36 @@ import Testing
         let verify = try E2E.accountctl(["verify", "alice"], socket: hostB.socket)
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
     }
+
+    /// A file at an older version of the bundle is compared with what the bundle's migrations
+    /// up to that version build: the same trigger is refused there too, and the clean export
+    /// comes back (to be migrated at its next open).
+    @Test func aFileAtAnOlderVersionIsComparedWithThatVersionsSchema() throws {
+        let dir = TestDirectory()
+        let (_, files, _) = try ImportTests.exports(dir)
+        let evil = dir.sub("trigger.sqlite")
+        try FileManager.default.copyItem(atPath: try #require(files["sqlite"]), toPath: evil)
+        _ = try E2E.sqlite3(evil, Self.trigger)
+
+        // Host B's bundle has one migration more than the exports' files.
+        let older = ExportRoundTripTests.steps.count
+        let bundle = try BundleFixture.write(
+            at: dir.sub("bundle-b"), steps: ExportRoundTripTests.steps + ["CREATE TABLE later (id INTEGER PRIMARY KEY);"])
+        let hostB = try ImportTests.daemon(directory: dir.sub("host-b"), bundle: bundle)
+        let client = try hostB.client()
+        let reply = try ImportTests.importing(client, "alice", evil)
+        let message = reply.parameters["message"]?.stringValue ?? ""
+        let difference = "trigger t: only in the file, missing from the bundle's schema at version \(older)"
+        #expect(reply.error == .accountCorrupt, "\(reply.error?.rawValue ?? "ok") \(message)")
+        #expect(message.contains(difference) && message.contains("nothing was changed"), "\(message)")
+        #expect(!FileManager.default.fileExists(atPath: hostB.accountPath("alice")))
+
+        let clean = try ImportTests.importing(client, "alice", try #require(files["sqlite"]))
+        #expect(clean.error == nil, "\(clean.parameters)")
+        #expect(clean.parameters["version"] == .int(Int64(older)), "\(clean.parameters)")
+        let switched = try client.callOne("switch alice")
+        #expect(switched.parameters["version"] == .int(Int64(older + 1)), "\(switched.encoded())")
+        let verify = try E2E.accountctl(["verify", "alice"], socket: hostB.socket)
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+    }
 }

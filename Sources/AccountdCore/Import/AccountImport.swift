@@ -11,17 +11,18 @@ import GRDB
 /// the copy is checked like a pulled file: accountd's `application_id` and records, bound
 /// to this account (a file bound to another name only with `rebind`, which rewrites the
 /// binding in the copy), at a version the caller accepts, whole by `PRAGMA integrity_check`,
-/// and, at the bundle's target version, with exactly the bundle's schema (the comparison
-/// `Verify` makes: a trigger or index the export never writes is refused, named).
+/// and with exactly the schema the bundle gives a file at its version (the comparison
+/// `Verify` makes: a trigger or index the export never writes is refused, named; at an older
+/// version of a chain of migrations, what those migrations build).
 /// Litestream's tables, if the file carries them, are dropped: a new account starts with no
 /// replication state. The copy is put in WAL mode, synced and linked into place with
 /// `link()`, which never replaces a file. On every refusal the staging file goes and the
 /// data root is as it was; the source file is only read.
 public struct AccountImport: Sendable {
     public var root: DataRoot
-    /// The schema a file at a version must have: the bundle's target schema at its target
-    /// version (``AccountStore`` gives it); nil compares none (the offline tool, `discard`).
-    var expectedSchema: (version: Int, schema: NormalizedSchema)?
+    /// The bundle whose schema at a file's version the file must have (``AccountStore`` gives
+    /// it); nil compares none (the offline tool, `discard`).
+    var bundle: SchemaBundle?
 
     /// What an import brought.
     public struct Outcome: Sendable {
@@ -37,11 +38,10 @@ public struct AccountImport: Sendable {
         self.root = root
     }
 
-    /// An import that refuses a file at `bundle`'s target version whose schema is not the
-    /// bundle's target schema.
+    /// An import that refuses a file whose schema is not what `bundle` gives a file at its version.
     init(root: DataRoot, bundle: SchemaBundle) {
         self.root = root
-        expectedSchema = (bundle.targetVersion, bundle.targetSchema)
+        self.bundle = bundle
     }
 
     /// The refusal of an import, naming the account and the source file.
@@ -213,17 +213,20 @@ public struct AccountImport: Sendable {
         }
     }
 
-    /// Refuses a staged copy at the expected version whose schema differs from the expected
-    /// one, as `Verify` compares them, naming each difference (never quoting SQL).
+    /// Refuses a staged copy whose schema differs from the one the bundle gives a file at its
+    /// version, as `Verify` compares them, naming each difference (never quoting SQL). A
+    /// version the bundle has no schema for (newer, or below a declarative bundle's) is not
+    /// compared.
     private func checkSchema(_ queue: DatabaseQueue, version: Int, account: AccountName, source: String) throws {
-        guard let expected = expectedSchema, expected.version == version else { return }
+        guard let bundle, let expected = try bundle.schema(atVersion: version) else { return }
+        let which = version == bundle.targetVersion ? "the bundle's target schema" : "the bundle's schema at version \(version)"
         let differences = try queue.read { db in
-            SchemaDiff(leftName: "the file", rightName: "the bundle's target schema").differences(try SchemaReader.read(db), expected.schema)
+            SchemaDiff(leftName: "the file", rightName: which).differences(try SchemaReader.read(db), expected)
         }
         guard !differences.isEmpty else { return }
         throw AccountdError(
             .accountCorrupt,
-            "import of account \(account) refused: \(source) is at version \(version), the bundle's, but its schema is not the bundle's "
+            "import of account \(account) refused: \(source) is at version \(version), \(version == bundle.targetVersion ? "the bundle's" : "a version of the bundle"), but its schema is not the bundle's "
                 + "(\(differences.count) difference(s), as 'accountctl verify' would report them: "
                 + differences.prefix(5).joined(separator: "; ") + (differences.count > 5 ? "; ..." : "")
                 + "); nothing was changed. Import an unchanged export of an account of this bundle ('accountctl export'), "

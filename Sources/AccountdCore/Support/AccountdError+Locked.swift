@@ -30,7 +30,16 @@ extension AccountdError {
 
     /// Whether a SQLite result code (primary or extended) says the file is damaged inside:
     /// `SQLITE_CORRUPT` or `SQLITE_NOTADB`.
-    public static func isDamaged(sqliteCode code: Int64) -> Bool { code & 0xFF == 11 || code & 0xFF == 26 }
+    ///
+    /// `SQLITE_CORRUPT_VTAB` (267) is not: a virtual table (FTS5's index of external content,
+    /// say) found its own contents inconsistent with what the app's statements did to it, in
+    /// a file that is sound; it is the statement's `SQLError` (hostile31e G2).
+    public static func isDamaged(sqliteCode code: Int64) -> Bool {
+        code != Self.corruptVirtualTable && (code & 0xFF == 11 || code & 0xFF == 26)
+    }
+
+    /// `SQLITE_CORRUPT_VTAB`.
+    static let corruptVirtualTable: Int64 = 11 | (1 << 8)
 
     /// A file SQLite found damaged inside while a statement read it (`SQLITE_CORRUPT`,
     /// `SQLITE_NOTADB`, `sqlite` its words): `AccountCorrupt`, as an open that found it says.

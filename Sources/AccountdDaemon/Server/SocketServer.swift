@@ -91,10 +91,11 @@ struct SocketServer: Service {
                 throw SocketError(message: "cannot listen on \(path): its folder \(folder) does not exist; create it, or choose another \(flag)")
             }
             try Self.refuseLiveSocket(at: path, flag: flag)
-            // The socket is made with its mode already: a client may connect between the bind
-            // and the chmod below, and must meet the configured mode then too.
-            let previous = umask(~mode_t(mode) & 0o777)
-            defer { umask(previous) }
+            // The process's umask (0077) is never changed here: it is the whole process's, and
+            // the two sockets bind at once while other threads make folders (hostile33e #2). The
+            // socket is made under it, no wider than its owner, and given its mode just after:
+            // a client that connects in between (before the daemon says it is ready) is refused,
+            // never let in wider than configured.
             let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
             guard chmod(path, mode_t(mode)) == 0 else {
                 throw SocketError(message: "cannot set mode \(String(mode, radix: 8)) on socket \(path): \(String(cString: strerror(errno)))")

@@ -36,7 +36,9 @@ struct SnapshotStore: Sendable {
     ///
     /// - Parameter protecting: snapshots retention must leave in place this time (the one
     ///   a restore is about to copy back).
-    func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
+    ///   - pruning: apply retention now; false leaves it to the caller (``prune(_:keeping:)``),
+    ///     once what the snapshot was taken for has succeeded.
+    func take(_ account: AccountName, source: String, reason: String, protecting: Set<String> = [], pruning: Bool = true) throws -> SnapshotInfo {
         do {
             // Read through SQLite's file layer (see ReadOnlyFile): closing it takes no lock from a connection.
             let file = try ReadOnlyFile(source)
@@ -44,7 +46,7 @@ struct SnapshotStore: Sendable {
             let queue = try DatabaseQueue(
                 path: source, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "snapshot", busy: busy))
             defer { try? queue.close() }
-            return try queue.read { db in try take(account, reading: db, file: file, reason: reason, protecting: protecting) }
+            return try queue.read { db in try take(account, reading: db, file: file, reason: reason, protecting: protecting, pruning: pruning) }
         } catch {
             throw Self.failed(account, error, file: source)
         }
@@ -63,7 +65,7 @@ struct SnapshotStore: Sendable {
     ///     no new snapshot, and retention removes nothing.
     func take(
         _ account: AccountName, reading source: Database, file: ReadOnlyFile, reason: String, protecting: Set<String> = [],
-        reusingSameState: Bool = false
+        reusingSameState: Bool = false, pruning: Bool = true
     ) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         // A folder made now holds nothing to clear away or to prune.
@@ -96,7 +98,7 @@ struct SnapshotStore: Sendable {
             try? FileSystem.removeIfPresent(temp)
             throw Self.failed(account, error, file: path)
         }
-        if !first { try prune(account, now: now, protected: protecting.union([name])) }
+        if !first && pruning { try prune(account, now: now, protected: protecting.union([name])) }
         return SnapshotInfo(
             name: name, version: version, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
@@ -170,7 +172,7 @@ struct SnapshotStore: Sendable {
     }
 
     /// Copies a file that SQLite cannot read (a corrupt account) byte for byte, with its WAL, into a snapshot.
-    func takeRaw(_ account: AccountName, source: String, reason: String, protecting: Set<String> = []) throws -> SnapshotInfo {
+    func takeRaw(_ account: AccountName, source: String, reason: String, protecting: Set<String> = [], pruning: Bool = true) throws -> SnapshotInfo {
         let folder = root.snapshotDirectory(account)
         try FileSystem.ensureDirectory(folder)
         let now = Date()
@@ -189,7 +191,7 @@ struct SnapshotStore: Sendable {
             if !FileSystem.exists(path) { try? FileSystem.removeIfPresent(path + "-wal") }
             throw Self.failed(account, error, file: source)
         }
-        try prune(account, now: now, protected: protecting.union([name]))
+        if pruning { try prune(account, now: now, protected: protecting.union([name])) }
         return SnapshotInfo(name: name, version: 0, createdAt: Timestamp.string(now), sizeBytes: FileSystem.size(of: path), path: path)
     }
 
@@ -232,6 +234,17 @@ struct SnapshotStore: Sendable {
 
     /// Removes the snapshots retention lets go, through the folder's descriptor: never
     /// through a link. (A purge erases the whole folder: ``AccountPurge``.)
+    /// Applies retention to `account`'s snapshots, leaving `kept` (names) in place: after a
+    /// snapshot taken without ``take(_:source:reason:protecting:pruning:)``'s pruning.
+    func prune(_ account: AccountName, keeping kept: Set<String>) throws {
+        try prune(account, now: Date(), protected: kept)
+    }
+
+    /// Removes a snapshot taken for an operation that then failed and changed nothing.
+    func discard(_ snapshot: SnapshotInfo) {
+        for suffix in ["", "-wal", "-shm"] { try? FileSystem.removeIfPresent(snapshot.path + suffix) }
+    }
+
     private func prune(_ account: AccountName, now: Date, protected: Set<String>) throws {
         guard let folder = try root.snapshotFolder(account) else { return }
         let kept = protected.union(pins.names(account))

@@ -120,34 +120,45 @@ extension AccountStore {
                 "is a symbolic link; accountd never follows links inside the data root and restores nothing over one. Remove the link, then restore again")
         }
         _ = try AccountInspector.inspect(path: source, account: account, deep: true, busy: options.lockTimeout)
+        // The snapshot of the file replaced is pruned for only once the restore succeeded, and
+        // removed if it fails: a restore retried against a failing disk never pushes older
+        // snapshots (the writes an earlier restore set aside) out of retention (hostile34e G1).
         var saved: SnapshotInfo?
         var inPlace = false
         if FileSystem.exists(path) {
             if (try? AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)) != nil {
-                saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: protecting)
+                saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: protecting, pruning: false)
                 inPlace = true
             } else {
-                saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable", protecting: protecting)
+                saved = try snapshots.takeRaw(account, source: path, reason: "before-restore-unreadable", protecting: protecting, pruning: false)
             }
         }
         let temp = root.stagingPath(account, .restoring)
-        // Whatever an interrupted restore left there (a file, a folder, a link) goes, unfollowed.
-        try root.clearStaging(account, .restoring)
         do {
-            try ReadOnlyFile(source).copy(to: temp)
-            try Self.useWAL(temp)
-            if inPlace {
-                try Self.write(temp, into: path, account: account)
-                try FileSystem.removeWithCompanions(temp)
+            // Whatever an interrupted restore left there (a file, a folder, a link) goes, unfollowed.
+            try root.clearStaging(account, .restoring)
+            do {
+                try ReadOnlyFile(source).copy(to: temp)
+                try Self.useWAL(temp)
+                if inPlace {
+                    try Self.write(temp, into: path, account: account)
+                    try FileSystem.removeWithCompanions(temp)
+                }
+            } catch {
+                try? root.clearStaging(account, .restoring)
+                throw error
+            }
+            if !inPlace {
+                for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
+                try FileSystem.durableRename(temp, to: path)
             }
         } catch {
-            try? root.clearStaging(account, .restoring)
+            // A restore over a readable file changed nothing (one transaction); over an
+            // unreadable one its raw copy is kept, since its WAL may have gone.
+            if inPlace, let saved { snapshots.discard(saved) }
             throw error
         }
-        if !inPlace {
-            for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(path + suffix) }
-            try FileSystem.durableRename(temp, to: path)
-        }
+        if let saved { try? snapshots.prune(account, keeping: protecting.union([saved.name])) }
         return saved
     }
 

@@ -153,4 +153,35 @@ struct FairShareTests {
         }
         return 0
     }
+
+    /// hostile31e G1: an `Execute` that waited its turn behind its uid's statements while a
+    /// reload revoked the uid's write grant is refused when its turn comes, and writes nothing.
+    @Test func anExecuteWaitingItsTurnWhenItsGrantIsRevokedWritesNothing() throws {
+        let dir = TestDirectory()
+        let daemon = try Self.daemon(dir, limits: "  queryTimeoutMs: 4000\n  statementsPerUid: 1")
+        let forever = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+        let hog = try Self.start(as: Self.nobody, daemon, ["query", "--account", "nobody", forever])
+        defer { Self.stopAll([hog]) }
+        Thread.sleep(forTimeInterval: 1)
+        let result = E2E.Locked<(status: Int32, stdout: String, stderr: String)?>(nil)
+        let socket = daemon.socket
+        let waiting = Thread {
+            let insert = "INSERT INTO app_data(key, value) VALUES ('late', 'written after the revocation')"
+            result.withLock { $0 = try? AccessTests.accountctl(as: Self.nobody, socket: socket, ["exec", "--account", "nobody", insert]) }
+        }
+        waiting.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        // The reload takes nobody's grant away while its Execute waits behind its Query.
+        let config = dir.sub("fair.yaml")
+        let text = try String(contentsOfFile: config, encoding: .utf8)
+        try Files.write(text.split(separator: "\n").filter { !$0.contains("user: nobody") }.joined(separator: "\n") + "\n", to: config)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(waitUntil(timeout: 10) { daemon.log.contains("reload") && daemon.log.contains("now in force") }, "\(daemon.log.suffix(1500))")
+        #expect(hog.isRunning, "the Query ended before the reload: the Execute did not wait")
+        #expect(waitUntil(timeout: 30, interval: 0.1) { result.current != nil }, "the Execute was not answered")
+        let answered = try #require(result.current)
+        #expect(answered.status != 0 && answered.stderr.contains("PermissionDenied"), "\(answered.stdout) \(answered.stderr)")
+        let rows = try E2E.accountctl(["query", "--account", "nobody", "--json", "SELECT count(*) FROM app_data WHERE key = 'late'"], socket: daemon.socket)
+        #expect(rows.stdout.contains("[[0]]"), "\(rows.stdout) \(rows.stderr)")
+    }
 }

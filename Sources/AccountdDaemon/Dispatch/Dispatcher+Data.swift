@@ -40,11 +40,17 @@ extension Dispatcher {
     }
 
     /// `Execute`: `{results}`, once every statement is durably committed. With `migrate: false`
-    /// (an admin's), an outdated file is written at its stored version.
+    /// (an admin's), an outdated file is written at its stored version. The grant is asked
+    /// again when its statements are about to run: a reload that revoked it while the Execute
+    /// waited its turn refuses it then (hostile31e G1).
     func execute(
         _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, peer: PeerCredentials, writer: ReplyWriter
     ) async throws -> Reply {
-        Reply(try await services.data.execute(account, statements, migrate: migrate, uid: peer.uid, gone: writer.isClientGone))
+        let allowed: @Sendable (AccountName) throws -> Void = { [self] target in
+            try check(migrate ? .write(target) : .admin, for: .execute, peer: peer)
+        }
+        return Reply(
+            try await services.data.execute(account, statements, migrate: migrate, uid: peer.uid, gone: writer.isClientGone, allowed: allowed))
     }
 
     /// How a streamed reply of this request is written: through `writer`, ended when its

@@ -101,11 +101,12 @@ final class DataService: Sendable {
     /// - Throws: the decision table's refusals, `StatementNotAllowed`, `SQLError`,
     ///   `QueryTimeout`, `InvalidParameter`; ``ClientGone`` when the client left (nothing kept).
     func execute(
-        _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, uid: UInt32, gone: @escaping @Sendable () -> Bool
+        _ account: AccountName?, _ statements: [SQLStatement], migrate: Bool = true, uid: UInt32, gone: @escaping @Sendable () -> Bool,
+        allowed: @escaping @Sendable (AccountName) throws -> Void = { _ in }
     ) async throws -> ExecuteReply {
         let account = try target(account)
         do {
-            let reply = try await executeOnce(account, statements, migrate: migrate, uid: uid, gone: gone)
+            let reply = try await executeOnce(account, statements, migrate: migrate, uid: uid, gone: gone, allowed: { try allowed(account) })
             await recordUse(account)
             return reply
         } catch {
@@ -114,14 +115,15 @@ final class DataService: Sendable {
         }
     }
 
-    /// ``execute(_:_:migrate:uid:gone:)`` on the account it resolved.
+    /// ``execute(_:_:migrate:uid:gone:allowed:)`` on the account it resolved.
     private func executeOnce(
-        _ account: AccountName, _ statements: [SQLStatement], migrate: Bool, uid: UInt32, gone: @escaping @Sendable () -> Bool
+        _ account: AccountName, _ statements: [SQLStatement], migrate: Bool, uid: UInt32, gone: @escaping @Sendable () -> Bool,
+        allowed: @escaping @Sendable () throws -> Void
     ) async throws -> ExecuteReply {
         let work = SQLConnection.Batched(statements: statements, stop: SQLStop(gone: gone))
-        guard migrate else { return try await executeAtStoredVersion(account, work, uid: uid) }
+        guard migrate else { return try await executeAtStoredVersion(account, work, uid: uid, allowed: allowed) }
         let turn: ExecuteBatches.Turn = await withCheckedContinuation { continuation in
-            let waiter = ExecuteBatches.Waiter(work: work, uid: uid) { continuation.resume(returning: $0) }
+            let waiter = ExecuteBatches.Waiter(work: work, uid: uid, allowed: allowed) { continuation.resume(returning: $0) }
             if batches.add(waiter, for: account) { continuation.resume(returning: .lead) }
         }
         let done: SQLConnection.Executed
@@ -136,9 +138,12 @@ final class DataService: Sendable {
     /// An admin's `Execute` with `migrate: false`: alone in its transaction (never batched with
     /// apps' Executes, which expect the bundle's schema), under the account's lock, on the file
     /// at whatever usable version it is.
-    private func executeAtStoredVersion(_ account: AccountName, _ work: SQLConnection.Batched, uid: UInt32) async throws -> ExecuteReply {
+    private func executeAtStoredVersion(
+        _ account: AccountName, _ work: SQLConnection.Batched, uid: UInt32, allowed: @escaping @Sendable () throws -> Void
+    ) async throws -> ExecuteReply {
         let (connections, timeout) = (connections, Duration.milliseconds(limits.timeoutMs))
         let outcome = try await usable(account, locked: true, migrate: false, uid: uid) { store in
+            try allowed()
             let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
             let outcome = connection.execute(batch: [work], timeout: timeout)[0]
             let broken = if case .failure(let error as ProtocolError) = outcome { Self.isFatal(error) } else { false }
@@ -160,11 +165,21 @@ final class DataService: Sendable {
         let outcomes: [Result<SQLConnection.Executed, any Error>]
         do {
             outcomes = try await usable(account, locked: true, uid: batch[0].uid) { store in
-                let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
-                let outcomes = connection.execute(batch: batch.map(\.work), timeout: timeout)
-                let broken = outcomes.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
-                connections.giveBack(connection, account: account, broken: broken)
-                return outcomes
+                // The grants in force now decide: one revoked while its Execute waited is refused, unrun.
+                let refusals = batch.map { waiter -> (any Error)? in
+                    do { try waiter.allowed() } catch { return error }
+                    return nil
+                }
+                let runnable = zip(batch, refusals).filter { $0.1 == nil }.map(\.0.work)
+                var ran: [Result<SQLConnection.Executed, any Error>] = []
+                if !runnable.isEmpty {
+                    let connection = try connections.take(account, path: store.root.accountPath(account), readOnly: false, busy: store.options.lockTimeout)
+                    ran = connection.execute(batch: runnable, timeout: timeout)
+                    let broken = ran.contains { if case .failure(let error as ProtocolError) = $0 { Self.isFatal(error) } else { false } }
+                    connections.giveBack(connection, account: account, broken: broken)
+                }
+                var next = ran.makeIterator()
+                return refusals.map { refusal in refusal.map { .failure($0) } ?? next.next()! }
             }
         } catch {
             outcomes = Array(repeating: .failure(error), count: batch.count)

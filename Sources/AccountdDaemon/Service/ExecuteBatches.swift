@@ -27,6 +27,8 @@ final class ExecuteBatches: Sendable {
     struct Waiter: Sendable {
         var work: SQLConnection.Batched
         var uid: UInt32
+        /// Asks the grants in force whether its caller may still write (throws if not).
+        var allowed: @Sendable () throws -> Void = {}
         var resume: @Sendable (Turn) -> Void
     }
 

@@ -81,6 +81,12 @@ struct ReplicaChangeTests {
         let rewritten = waitUntil(timeout: 30) { ((try? String(contentsOfFile: written, encoding: .utf8)) ?? "").contains("host-a2") }
         try #require(rewritten, "the reload did not rewrite Litestream's configuration: \(daemon.log.suffix(2000))")
         #expect(waitUntil(timeout: 10) { daemon.log.contains("restart accountd-litestream") }, "\(daemon.log.suffix(2000))")
+        // Between the reload and the restart Litestream still ships to the old replica: a
+        // handoff now would record a final sync to the new one that never happened (hostile33e #1).
+        #expect(try client.callOne("switch alice").error == nil)
+        let early = try E2E.accountctl(["remove", "bob", "--handoff"], socket: daemon.socket)
+        #expect(early.status != 0 && early.stderr.contains("restart it first"), "\(early.stdout) \(early.stderr)")
+        #expect(FileManager.default.fileExists(atPath: daemon.accountPath("bob")), "bob was removed")
         litestream.stop()
         (litestream, said) = try Self.startAsTheUnit(accountdConfig: written, config: config, log: dir.sub("litestream-2"))
         #expect(said.contains("removed Litestream's local state"), "\(said)")

@@ -86,6 +86,17 @@ struct ReplicationService: Sendable {
         if handoff && !control.isPresent {
             throw Self.noHandoff(account, "Litestream is not running (no \(current.controlSocketPath)); start accountd-litestream")
         }
+        if handoff, let running = LitestreamStateReset(root: root).recordedStore(),
+            running != ReplicaAddress.storeIdentity(current.replica.base)
+        {
+            // A reload changed the replica, and Litestream, which reads its configuration only
+            // when it starts, still ships to the one `accountd prepare-litestream` recorded:
+            // the final sync would reach the old replica, not the one the handoff names.
+            throw Self.noHandoff(
+                account,
+                "Litestream still runs with the replica it was started for, and the configuration names another since a reload; "
+                    + "restart it first ('systemctl restart accountd-litestream', step 3 of changing the replica in docs/REPLICATION.md), then hand off again")
+        }
         guard control.isPresent else {
             logger.warning(
                 "replication: Litestream is not running (no \(current.controlSocketPath)); account \(account) goes without a final sync, and its replica keeps what was last synced",

@@ -138,7 +138,10 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         if failed > 0 || interrupted > 0 || skipped > 0 || summary.stopped == .withdrawn {
             throw ClientError.failed(
-                [summary.stopped == .withdrawn ? "a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) during the rollout" : nil,
+                [summary.stopped == .withdrawn
+                    ? (rollbackTo != nil
+                        ? "a reload put bundle version \(Output.text(summary.bundleVersion)) in force during the rollback"
+                        : "a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) during the rollout") : nil,
                  failed > 0 ? "\(failed) account\(failed == 1 ? "" : "s") failed to migrate" : nil,
                  interrupted > 0 ? "\(interrupted) interrupted (rolled back, each at its old version)" : nil,
                  skipped > 0 ? "\(skipped) skipped" : nil].compactMap { $0 }.joined(separator: ", "))
@@ -148,6 +151,10 @@ struct MigrateCommand: AsyncParsableCommand {
     /// Why the rollout stopped, and what to do next.
     static func explain(_ stopped: MigrateSummary.Stop, _ rollout: MigrateRollout, _ summary: MigrateSummary) -> String {
         switch stopped {
+        case .withdrawn where rollout.rollbackTo != nil:
+            "stopped: a reload put bundle version \(Output.text(summary.bundleVersion)) in force while the rollback to version \(rollout.rollbackTo ?? 0) ran; "
+                + "the accounts not begun were skipped, and those it restored will be migrated again at their next open. "
+                + "To roll back, point schema.dir at the version \(rollout.rollbackTo ?? 0) bundle, reload, and run the same command again"
         case .withdrawn:
             "stopped: a reload withdrew bundle version \(Output.text(summary.withdrawnVersion)) while the rollout ran (the bundle in force is version \(Output.text(summary.bundleVersion))); "
                 + "the migrations it was running were rolled back whole (failed, each at its old version with all its rows) and the accounts not begun were skipped. "

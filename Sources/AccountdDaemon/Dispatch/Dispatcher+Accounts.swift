@@ -69,9 +69,17 @@ extension Dispatcher {
         }
         let dispatcher = self
         // A reload that withdraws this bundle (its release put back) stops the rollout: the
-        // migrations running roll back, and no further account begins.
+        // migrations running roll back, and no further account begins. A rollback stops
+        // likewise at a reload that puts a bundle newer than its version in force (each
+        // account it restored would be migrated again: hostile34e G5).
         let store = services.stores.current
-        func checkWithdrawn() { if rollout.rollbackTo == nil, store.isWithdrawn { gate.withdraw() } }
+        func checkWithdrawn() {
+            if let version = rollout.rollbackTo {
+                if services.stores.current.targetVersion > version { gate.withdraw() }
+            } else if store.isWithdrawn {
+                gate.withdraw()
+            }
+        }
         try await withThrowingTaskGroup(of: MigrateResult.self) { group in
             func startWhatMay() {
                 checkWithdrawn()
@@ -97,8 +105,10 @@ extension Dispatcher {
         var summary = tally.summary(stopped: gate.stopped, results: more ? nil : results)
         if gate.stopped == .withdrawn {
             (summary.withdrawnVersion, summary.bundleVersion) = (store.targetVersion, services.stores.current.targetVersion)
-            logger.warning(
-                "Migrate stopped: a reload withdrew bundle version \(store.targetVersion) while it ran (now serving \(services.stores.current.targetVersion)); \(tally.count - pending.count) account(s) begun, \(pending.count) not begun")
+            let why =
+                rollout.rollbackTo.map { "a reload put bundle version \(services.stores.current.targetVersion) in force while it rolled back to version \($0)" }
+                ?? "a reload withdrew bundle version \(store.targetVersion) while it ran (now serving \(services.stores.current.targetVersion))"
+            logger.warning("Migrate stopped: \(why); \(tally.count - pending.count) account(s) begun, \(pending.count) not begun")
         }
         return Reply(summary)
     }

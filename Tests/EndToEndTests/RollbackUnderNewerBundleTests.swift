@@ -1,0 +1,40 @@
+import AccountdProtocol
+import AccountdTestSupport
+import Foundation
+import Testing
+
+/// hostile34e G5: a reload that put the newer bundle back in force while `migrate --all
+/// --rollback-to N` ran did not stop it: it went on restoring accounts to N, each of which
+/// the bundle in force would migrate again at its next open, and exited 0. It stops now,
+/// as a rollout stops at a withdrawn bundle: the accounts not begun are skipped, exit 1.
+@Suite struct RollbackUnderNewerBundleTests {
+    @Test func aReloadToANewerBundleStopsTheRollback() throws {
+        let dir = TestDirectory()
+        let v1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Hostile.itemV1])
+        let v2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Hostile.itemV1, Hostile.itemV2])
+        let names = (0..<40).map { String(format: "r%02d", $0) }
+        for name in names { try Hostile.makeItemAccount(name, rows: 20000, dataRoot: dir.sub("data"), bundle: v1) }
+        var daemon = try E2E.daemon(directory: dir.path, bundle: v2)
+        let released = try E2E.accountctl(["migrate", "--all"], socket: daemon.socket)
+        #expect(released.status == 0, "\(released.stdout) \(released.stderr)")
+        _ = E2E.stop(daemon)
+        daemon = try E2E.daemon(directory: dir.path, bundle: v1, environment: ["ACCOUNTD_ACCOUNTS_MIGRATE_CONCURRENCY": "1"])
+        defer { _ = E2E.stop(daemon) }
+
+        let socket = daemon.socket
+        let output = E2E.Locked<(status: Int32, stdout: String, stderr: String)?>(nil)
+        let rollback = Thread { output.withLock { $0 = try? E2E.accountctl(["migrate", "--all", "--rollback-to", "1"], socket: socket) } }
+        rollback.start()
+        // Once the first account is back at 1, the release is put in force again.
+        #expect(waitUntil(timeout: 60, interval: 0.01) { (try? E2E.userVersion(daemon.accountPath(names[0]))) == 1 })
+        try FileManager.default.copyItem(atPath: v2 + "/migrations/0002_step2.sql", toPath: v1 + "/migrations/0002_step2.sql")
+        kill(daemon.process.processIdentifier, SIGHUP)
+        #expect(waitUntil(timeout: 120, interval: 0.1) { output.current != nil }, "the rollback did not end")
+        let run = try #require(output.current)
+        #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
+        #expect(run.stdout.contains("a reload put bundle version 2 in force"), "\(run.stdout)")
+        #expect(run.stdout.contains("skipped"), "\(run.stdout)")
+        let atOne = try names.filter { try E2E.userVersion(daemon.accountPath($0)) == 1 }
+        #expect(atOne.count < names.count, "\(atOne.count) of \(names.count) accounts were rolled back after the reload: \(run.stdout)")
+    }
+}

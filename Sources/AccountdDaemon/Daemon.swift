@@ -38,6 +38,16 @@ public enum Daemon {
         } catch {
             logger.warning("\(error)")
         }
+        // Leftovers of restores, creations and snapshots that a crash interrupted: a restore's
+        // staged copy is as large as its account (hostile34e G4).
+        do {
+            let removed = try root.clearInterruptedWork()
+            if removed > 0 {
+                logger.notice("start-up: removed \(removed) file(s) that operations interrupted by an earlier crash left in the data root (staged copies, unfinished snapshots)")
+            }
+        } catch {
+            logger.warning("\(error)")
+        }
         root.ensureTemporaryFolder()
         let bundle = try loadBundle(settings, logger: logger)
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))

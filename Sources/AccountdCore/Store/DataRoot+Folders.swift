@@ -98,3 +98,38 @@ extension DataRoot {
         return finished
     }
 }
+
+extension DataRoot {
+    /// What operations interrupted by a crash (kill -9, power loss) left in the data root,
+    /// removed at the daemon's start, before anything is served (nothing can be staging then:
+    /// the data root's lock is held): every account's staging names (a restore's full copy,
+    /// a half-made account, a pull's or an import's copy) and the temporary files of
+    /// snapshots being taken. Links are removed themselves, never followed.
+    ///
+    /// - Returns: how many entries were removed.
+    public func clearInterruptedWork() throws -> Int {
+        var removed = 0
+        if let accounts = try folder.subfolder("accounts") {
+            let stagings = Staging.allCases.map { ".sqlite." + $0.rawValue }
+            for name in accounts.names() where name.hasPrefix(".") {
+                let stem = name.dropFirst()
+                guard let staging = stagings.first(where: { stem.contains($0) }),
+                    let end = stem.range(of: staging),
+                    (try? AccountName(String(stem[..<end.lowerBound]))) != nil
+                else { continue }
+                try accounts.remove(name)
+                removed += 1
+            }
+        }
+        if let snapshots = try folder.subfolder("snapshots") {
+            for account in snapshots.names() {
+                guard (try? AccountName(account)) != nil, let each = try? snapshots.subfolder(account) else { continue }
+                for name in each.names() where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+                    try each.remove(name)
+                    removed += 1
+                }
+            }
+        }
+        return removed
+    }
+}

@@ -39,8 +39,8 @@ public enum ReplicaAddress {
     /// `text` reduced to the store it names, for telling whether two spellings of a base are
     /// the same store (the handoff fence, `AccountMoved`):
     ///
-    /// - the scheme and host lower-cased; `localhost`, `127.0.0.1` and `[::1]` are one host;
-    ///   an SFTP port of 22 is no port;
+    /// - the scheme and host lower-cased; every spelling of this machine is one host, and an
+    ///   IPv6 literal is written one way (``ReplicaHost``); an SFTP port of 22 is no port;
     /// - the user name and password left out (the same store, reached as another user);
     /// - the path percent-decoded, without empty segments (`//`), `.` segments or a trailing `/`;
     /// - of the query, `endpoint` alone (its own URL reduced the same way): the other
@@ -64,10 +64,8 @@ public enum ReplicaAddress {
         }
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         var host = decode(rest[..<slash]).lowercased()
+        host = ReplicaHost.canonical(host)
         if scheme == "sftp", host.hasSuffix(":22") { host.removeLast(3) }
-        for loopback in ["localhost", "[::1]"] {
-            if host == loopback { host = "127.0.0.1" } else if host.hasPrefix(loopback + ":") { host = "127.0.0.1" + host.dropFirst(loopback.count) }
-        }
         var segments: [String] = []
         for segment in decode(rest[slash...]).split(separator: "/", omittingEmptySubsequences: true) where segment != "." {
             if segment == ".." { _ = segments.popLast() } else { segments.append(String(segment)) }

@@ -45,10 +45,21 @@ import Testing
             "s3://accountd/host-a?endpoint=127.0.0.1:41333&forcePathStyle=true",
             "s3://accountd/host-a?endpoint=http://127.0.0.1:041333",
             "s3://accountd/host-a?endpoint=https://localhost:41333/",
+            // hostile33e #3: every other spelling of this machine.
+            "s3://accountd/host-a?endpoint=http://0.0.0.0:41333", "s3://accountd/host-a?endpoint=http://[::]:41333",
+            "s3://accountd/host-a?endpoint=http://[::ffff:127.0.0.1]:41333", "s3://accountd/host-a?endpoint=http://[::ffff:7f00:1]:41333",
+            "s3://accountd/host-a?endpoint=http://127.1.2.3:41333", "s3://accountd/host-a?endpoint=http://[0:0:0:0:0:0:0:1]:41333",
+            "s3://accountd/host-a?endpoint=http://LOCALHOST.:41333",
+            "s3://accountd/host-a?endpoint=http://\(ReplicaHost.machineName() ?? "localhost"):41333",
         ] {
             #expect(ReplicaAddress.sameStore(base, spelling), "\(spelling): \(ReplicaAddress.storeIdentity(spelling))")
         }
         #expect(!ReplicaAddress.sameStore(base, "s3://accountd/host-a?endpoint=http://127.0.0.1:41334"))
+        #expect(!ReplicaAddress.sameStore(base, "s3://accountd/host-a?endpoint=http://10.0.0.1:41333"))
+        // IPv6 literals are one address however they are written; another stays another.
+        #expect(ReplicaAddress.sameStore("s3://b/p?endpoint=http://[2001:db8::1]:9000", "s3://b/p?endpoint=http://[2001:0DB8:0:0::0001]:9000"))
+        #expect(!ReplicaAddress.sameStore("s3://b/p?endpoint=http://[2001:db8::1]:9000", "s3://b/p?endpoint=http://[2001:db8::2]:9000"))
+        #expect(ReplicaAddress.sameStore("s3://b/p?endpoint=http://[::ffff:10.0.0.1]:9000", "s3://b/p?endpoint=http://10.0.0.1:9000"))
         for twice in [
             "s3://accountd/host-a?endpoint=http://127.0.0.1:41333&endpoint=", "s3://accountd/host-a?endpoint=http://127.0.0.1:41333&Endpoint=http://127.0.0.1:1",
             "s3://accountd/host-a?region=a&region=b",

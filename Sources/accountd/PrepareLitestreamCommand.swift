@@ -36,6 +36,13 @@ struct PrepareLitestreamCommand: ParsableCommand {
         umask(0o077)
         do {
             let facts = try LitestreamConfigFacts.read(litestreamConfig)
+            // A data root the daemon has not made is not made here (hostile33e #5).
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: facts.dataRoot + "/accounts", isDirectory: &isFolder), isFolder.boolValue else {
+                throw ValidationError(
+                    "\(litestreamConfig) names the data root \(facts.dataRoot), which has no accounts/ folder: it is not a data root accountd has made, "
+                        + "and nothing was created. Start accountd first (it writes this configuration), or check replication.litestream.config")
+            }
             // The data root as the daemon opens it (its own path may be a link, as the operator chose).
             let reset = LitestreamStateReset(root: try DataRoot(facts.dataRoot))
             let store = ReplicaAddress.storeIdentity(facts.replica)

@@ -121,6 +121,12 @@ struct ReplicaChangeTests {
         #expect(first.status == 0 && first.stdout.contains("recorded"), "\(first)")
         let record = daemon.dataRoot + "/litestream-replica"
         #expect(try String(contentsOfFile: record, encoding: .utf8) == "file://" + dir.sub("replica-a") + "\n")
+        // A configuration naming a data root that does not exist makes none (hostile33e #5).
+        let elsewhere = dir.sub("elsewhere.yml")
+        try Files.write(try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: daemon.dataRoot, with: dir.sub("nowhere/data")), to: elsewhere)
+        let nowhere = try Self.prepare(elsewhere)
+        #expect(nowhere.status == 1 && nowhere.stderr.contains("nothing was created"), "\(nowhere)")
+        #expect(!FileManager.default.fileExists(atPath: dir.sub("nowhere")))
         let litestream = try LitestreamProcess(config: config, log: dir.sub("litestream"))
         #expect(try daemon.client().callOne("switch alice").parameters["action"] == "created")
         try litestream.syncAndWait(daemon.accountPath("alice"))

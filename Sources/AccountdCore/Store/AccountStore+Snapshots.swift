@@ -126,7 +126,18 @@ extension AccountStore {
         var saved: SnapshotInfo?
         var inPlace = false
         if FileSystem.exists(path) {
-            if (try? AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)) != nil {
+            let readable: Bool
+            do {
+                _ = try AccountInspector.inspect(path: path, account: account, deep: false, busy: options.lockTimeout)
+                readable = true
+            } catch let error as AccountdError where error.kind == .accountBusy {
+                // Another process holds the file: it is not unreadable, and is never replaced
+                // under it (its writes would go to a file no longer in place).
+                throw error
+            } catch {
+                readable = false
+            }
+            if readable {
                 saved = try snapshots.take(account, source: path, reason: "before-restore", protecting: protecting, pruning: false)
                 inPlace = true
             } else {

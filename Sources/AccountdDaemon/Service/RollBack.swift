@@ -39,6 +39,13 @@ struct RollBack: Sendable {
         guard status.exists else {
             throw AccountdError(.accountNotFound, "account \(account) does not exist; nothing to roll back", account: account.rawValue)
         }
+        if status.state == .unavailable {
+            // A full or failing disk, or another process's lock: the file is not at fault (hostile34e G2).
+            throw AccountdError(
+                .storage, "account \(account) cannot be read now (\(status.problem ?? "unavailable")); it was not rolled back, and nothing was changed. "
+                    + "Free space on the disk (or end what holds the file), then run the same command again",
+                account: account.rawValue, file: store.root.accountPath(account))
+        }
         guard let current = status.version else {
             throw AccountdError(
                 .accountCorrupt, "account \(account)'s version cannot be read (\(status.problem ?? status.state.rawValue)); nothing was changed",

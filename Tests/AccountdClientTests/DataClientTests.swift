@@ -99,6 +99,45 @@ import Testing
         let event = Mutex<(account: String, tables: [String])?>(nil)
     }
 
+    /// Every data event a watcher saw, in order.
+    final class AllSeen: Sendable {
+        let tables = Mutex<[[String]]>([])
+    }
+
+    /// hostile31e G3: an Execute that changed no row (an UPDATE matching nothing, a DELETE
+    /// WHERE 0) sent a data event naming its tables anyway. Only one that changed rows does.
+    @Test func anExecuteThatChangedNothingIsNoDataEvent() async throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path, arguments: DaemonProcess.patientClients(in: dir.path))
+        let client = try await AccountdClient.connect(socketPath: daemon.socket)
+        _ = try await client.switchAccount("alice")
+        let watcher = try await AccountdClient.connect(socketPath: daemon.socket)
+        let seen = AllSeen()
+        let watching = Task {
+            for try await event in await watcher.watch() {
+                if case .data(_, let tables) = event { seen.tables.withLock { $0.append(tables) } }
+            }
+        }
+        // Until the watch has begun (it sees the marker), and three rounds after.
+        var after = 0
+        for round in 0..<200 where after < 3 {
+            if !seen.tables.withLock({ $0.isEmpty }) { after += 1 }
+            let nothing = try await client.execute([
+                SQLStatement(sql: "UPDATE user_info SET user_name = 'y' WHERE user_name = 'nobody has this name'"),
+                SQLStatement(sql: "DELETE FROM user_info WHERE 0"),
+            ])
+            #expect(nothing.map(\.changes) == [0, 0])
+            _ = try await client.execute([SQLStatement(sql: "INSERT OR REPLACE INTO app_data(key, value) VALUES ('marker', \(round))")])
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let events = seen.tables.withLock { $0 }
+        #expect(!events.isEmpty)
+        #expect(events.allSatisfy { $0 == ["app_data"] }, "\(events)")
+        watching.cancel()
+        await watcher.close()
+    }
+
     @Test func aCommittedExecuteIsADataEventNamingItsTables() async throws {
         let dir = TestDirectory()
         let daemon = try DaemonProcess(directory: dir.path, arguments: DaemonProcess.patientClients(in: dir.path))

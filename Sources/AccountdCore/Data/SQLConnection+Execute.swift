@@ -5,7 +5,7 @@ extension SQLConnection {
     /// What one `Execute` did: each statement's result, and the tables they wrote.
     public struct Executed: Sendable {
         public var results: [ExecuteReply.Result]
-        /// Tables inserted into, updated or deleted from, those of triggers included.
+        /// Tables its statements that changed rows may have written, those of triggers included.
         public var tables: Set<String>
     }
 
@@ -134,9 +134,13 @@ extension SQLConnection {
             sqlite3_reset(compiled.handle)
             // sqlite3_changes64 keeps the last write's count through a statement that wrote no row
             // (a read, a pragma, a DDL statement): only a statement that changed rows reports it.
-            let changes = sqlite3_total_changes64(handle) == changedBefore ? 0 : sqlite3_changes64(handle)
+            let wrote = sqlite3_total_changes64(handle) != changedBefore
+            let changes = wrote ? sqlite3_changes64(handle) : 0
             executed.results.append(ExecuteReply.Result(changes: changes, lastInsertRowid: sqlite3_last_insert_rowid(handle)))
-            executed.tables.formUnion(compiled.written)
+            // The tables it may write (its triggers' too), named to watchers only when it changed
+            // a row, its triggers' included: an UPDATE that matched nothing announces nothing
+            // (hostile31e G3).
+            if wrote { executed.tables.formUnion(compiled.written) }
         }
         return executed
     }

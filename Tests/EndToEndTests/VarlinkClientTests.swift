@@ -21,6 +21,23 @@ struct VarlinkClientTests {
         URL(fileURLWithPath: daemon.socket).deletingLastPathComponent().path + "/io.accountd"
     }
 
+    /// hostile31e G4: the Python program docs/PROTOCOL.md shows an app developer (switch,
+    /// Execute, Query, a streamed Query) runs as written.
+    @Test func theDocumentedPythonAppProgramRunsAsWritten() throws {
+        let protocolText = try String(contentsOfFile: Repository.root + "/docs/PROTOCOL.md", encoding: .utf8)
+        let start = try #require(protocolText.range(of: "```python\nimport sys\n"))
+        let end = try #require(protocolText.range(of: "```", range: start.upperBound..<protocolText.endIndex))
+        let program = "import sys\n" + protocolText[start.upperBound..<end.lowerBound]
+        let dir = TestDirectory()
+        let script = dir.sub("notes.py")
+        try Files.write(program, to: script)
+        let daemon = try DaemonProcess(directory: dir.path)
+        let output = try Self.runPython([script, "unix:" + Self.varlinkSocket(daemon)]).stdout
+        #expect(
+            output == "alice is created at version 3\nchanged [1, 1]\n['key', 'value'] [['theme', 'dark']]\n['font', 'serif']\n['theme', 'dark']\n2 rows\n",
+            "\(output)")
+    }
+
     @Test func everyMethodWorksThroughTheReferenceClient() throws {
         let dir = TestDirectory()
         let daemon = try DaemonProcess(directory: dir.path)

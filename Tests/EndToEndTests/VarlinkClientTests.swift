@@ -21,10 +21,11 @@ struct VarlinkClientTests {
         URL(fileURLWithPath: daemon.socket).deletingLastPathComponent().path + "/io.accountd"
     }
 
-    /// hostile31e G4: the Python program docs/PROTOCOL.md shows an app developer (switch,
-    /// Execute, Query, a streamed Query) runs as written.
-    @Test func theDocumentedPythonAppProgramRunsAsWritten() throws {
-        let protocolText = try String(contentsOfFile: Repository.root + "/docs/PROTOCOL.md", encoding: .utf8)
+    /// hostile31e G4: the Python program README and docs/PROTOCOL.md show an app developer
+    /// (switch, Execute, Query, a streamed Query) runs as written in each.
+    @Test(arguments: ["README.md", "docs/PROTOCOL.md"])
+    func theDocumentedPythonAppProgramRunsAsWritten(document: String) throws {
+        let protocolText = try String(contentsOfFile: Repository.root + "/" + document, encoding: .utf8)
         let start = try #require(protocolText.range(of: "```python\nimport sys\n"))
         let end = try #require(protocolText.range(of: "```", range: start.upperBound..<protocolText.endIndex))
         let program = "import sys\n" + protocolText[start.upperBound..<end.lowerBound]

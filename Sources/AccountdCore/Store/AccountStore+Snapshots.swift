@@ -1,6 +1,12 @@
 import AccountdProtocol
 import GRDB
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 extension AccountStore {
     /// The account's snapshots, newest first.
     public func listSnapshots(_ account: AccountName) -> [SnapshotInfo] {
@@ -194,8 +200,13 @@ extension AccountStore {
                 try target.writeWithoutTransaction { db in try source.backup(to: db) }
             }
         } catch {
+            // SQLite's backup reports a file it may not write with another handle's words ("no
+            // more rows available"): the file's own refusal says what is wrong (hostile34e G3).
+            let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
+            let reason = fd < 0 ? "the file cannot be written: \(String(cString: strerror(errno)))" : ErrorText.of(error)
+            if fd >= 0 { _ = Glibc.close(fd) }
             throw AccountdError(
-                .storage, "writing the restored copy of account \(account) into \(path) failed: \(ErrorText.of(error)); the account was not changed",
+                .storage, "writing the restored copy of account \(account) into \(path) failed: \(reason); the account was not changed",
                 account: account.rawValue, file: path)
         }
     }

@@ -196,4 +196,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: staging))
         #expect(try client.callOne("remove carol purge").error == .accountNotFound)
     }
+
+    /// hostile33e #6: with `moved/` planted as a link, a pull answered "nothing was changed"
+    /// after it had linked the pulled file into place. It is refused before anything is.
+    @Test func aPullWithMovedPlantedAsALinkLinksNothingIntoPlace() throws {
+        let dir = TestDirectory()
+        let dataRoot = dir.sub("data")
+        try E2E.createOffline("carol", dataRoot: dir.sub("origin"), bundle: Repository.sampleBundle)
+        let copy = dir.sub("origin/accounts/carol.sqlite")
+        _ = try E2E.sql(copy, "PRAGMA wal_checkpoint(TRUNCATE);")
+        let litestream = dir.sub("litestream")
+        try Self.fakeLitestream(at: litestream, "cp '\(copy)' \"$out\"")
+        try FileManager.default.createDirectory(atPath: dataRoot + "/accounts", withIntermediateDirectories: true)
+        let elsewhere = dir.sub("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dataRoot + "/moved", withDestinationPath: elsewhere)
+
+        let pull = try E2E.run(
+            Binaries.accountd, ["pull", "--data-root", dataRoot, "--replica", "file:///nowhere", "--litestream", litestream, "carol"])
+        #expect(pull.status == 1, "\(pull.stdout) \(pull.stderr)")
+        #expect(pull.stderr.contains("moved"), "\(pull.stderr)")
+        #expect(Hostile.listing(dataRoot + "/accounts") == [], "the pulled file was linked into place")
+        #expect(Hostile.listing(elsewhere) == [])
+    }
 }

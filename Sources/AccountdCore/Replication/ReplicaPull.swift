@@ -158,6 +158,9 @@ public struct ReplicaPull: Sendable {
             throw AccountdError(.storage, "putting the pulled copy \(temp) in WAL mode failed (journal_mode is \(mode ?? "unknown"))", file: temp)
         }
         for suffix in ["-wal", "-shm"] { try FileSystem.removeIfPresent(temp + suffix) }
+        // The handoff record is ended after the link: a `moved/` it could not end (a link, not
+        // a folder) is refused first, with nothing linked into place (hostile33e #6).
+        _ = try root.folder.subfolder("moved", account: account)
         guard try FileSystem.linkIntoPlace(temp, at: path) else {
             throw AccountdError(
                 .accountExists, "account \(account) was created here while it was being pulled; nothing was replaced",

@@ -154,6 +154,9 @@ public struct LitestreamProgram: Sendable {
             .storage, "\(command) was stopped because accountd is shutting down; what it had begun was discarded. Try again once accountd is back")
     }
 
+    /// util-linux's `setpriv`, which starts another user's Litestream.
+    static let setpriv = "/usr/bin/setpriv"
+
     /// `duration` in seconds, as messages show it: `3`, `0.5`.
     static func seconds(_ duration: Duration) -> String {
         let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -166,17 +169,24 @@ public struct LitestreamProgram: Sendable {
                 .storage,
                 "the litestream program '\(executable)' was not found; install Litestream 0.5 or set replication.litestream.program to its path")
         }
-        var options = PlatformOptions()
+        // Another user's Litestream is started through util-linux's `setpriv`, which changes
+        // its groups and user in a process of its own before it execs Litestream. Asked to do
+        // it itself, swift-subprocess 1.0.2 forks with a raw clone3 and then calls setgroups,
+        // setgid and signal in the child, which glibc may leave waiting forever on a lock
+        // another thread held (swift-subprocess issue 374: an offline pull hung here).
+        var (program, programArguments) = (path, arguments)
         if let user {
-            options.userID = user.uid
-            options.groupID = user.gid
-            options.supplementaryGroups = [user.gid]
+            guard FileManager.default.isExecutableFile(atPath: Self.setpriv) else {
+                throw AccountdError(
+                    .storage, "running Litestream as uid \(user.uid) needs \(Self.setpriv) (util-linux), which is not installed; install util-linux")
+            }
+            (program, programArguments) = (Self.setpriv, ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--groups=\(user.gid)", "--", path] + arguments)
         }
         let result: ExecutionResult<Void, StringOutput<UTF8>, StringOutput<UTF8>>
         do {
             result = try await Subprocess.run(
-                .path(FilePath(path)), arguments: Arguments(arguments),
-                environment: .inherit.updating(["AWS_CA_BUNDLE": nil]), platformOptions: options, input: .none,
+                .path(FilePath(program)), arguments: Arguments(programArguments),
+                environment: .inherit.updating(["AWS_CA_BUNDLE": nil]), input: .none,
                 output: .string(limit: Self.outputLimit), error: .string(limit: Self.outputLimit))
         } catch {
             throw AccountdError(.storage, "running \(path) failed: \(ErrorText.of(error))")

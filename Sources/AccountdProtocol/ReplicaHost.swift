@@ -7,8 +7,8 @@
 /// The host of a replica's URL reduced to the machine it reaches, for ``ReplicaAddress/storeIdentity(_:)``:
 /// every spelling of this machine is `127.0.0.1` (`localhost`, any `127.x.x.x`, `0.0.0.0`,
 /// `[::]`, `[::1]`, an IPv4-mapped `[::ffff:127.0.0.1]` or `[::ffff:7f00:1]`, this machine's
-/// own host name), an IPv6 literal is written one way, an IPv4-mapped one as its IPv4
-/// address, and a port without leading zeros. Other names are compared as written (lower-cased,
+/// own host name), an IPv6 literal is written one way, and an IPv4-mapped one as its IPv4
+/// address. Other names are compared as written (lower-cased,
 /// without a trailing dot): no name is looked up (hostile33e #3).
 enum ReplicaHost {
     static let local = "127.0.0.1"
@@ -16,16 +16,16 @@ enum ReplicaHost {
     /// `authority` (`host`, `host:port`, `[v6]`, `[v6]:port`), reduced.
     static func canonical(_ authority: String) -> String {
         var host = Substring(authority)
-        var port = ""
+        var port = Substring("")
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return authority }
-            port = String(host[host.index(after: close)...])
+            port = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
         } else if let colon = host.lastIndex(of: ":") {
-            port = String(host[colon...])
+            port = host[colon...]
             host = host[..<colon]
         }
-        if port.hasPrefix(":"), let number = Int(port.dropFirst()), port.dropFirst().allSatisfy(\.isASCII) { port = ":" + String(number) }
+        // The port is left as written: ``ReplicaAddress/numericPort(_:)`` reduces it after.
         return name(String(host)) + port
     }
 

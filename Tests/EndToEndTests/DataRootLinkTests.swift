@@ -134,6 +134,17 @@ import Testing
         #expect(chmod(path, 0o755) == 0)
     }
 
+    /// A stand-in Litestream whose restore copies carol, an account file made elsewhere
+    /// (the replica's copy); its path.
+    static func replicaOfCarol(_ dir: borrowing TestDirectory) throws -> String {
+        try E2E.createOffline("carol", dataRoot: dir.sub("origin"), bundle: Repository.sampleBundle)
+        let copy = dir.sub("origin/accounts/carol.sqlite")
+        _ = try E2E.sql(copy, "PRAGMA wal_checkpoint(TRUNCATE);")
+        let litestream = dir.sub("litestream")
+        try fakeLitestream(at: litestream, "cp '\(copy)' \"$out\"")
+        return litestream
+    }
+
     /// Finding 5: the pull made the staging file 0600 with `chmod` before it checked for a
     /// link, so a link planted there changed the mode of the file it pointed to.
     @Test func aPullNeverChangesTheModeOfWhatALinkPointsTo() throws {
@@ -160,12 +171,7 @@ import Testing
     @Test func leftoversAtThePullsStagingNameNeverBreakTheNextPull() throws {
         let dir = TestDirectory()
         let dataRoot = dir.sub("data")
-        // The replica's copy of carol: an account file made elsewhere.
-        try E2E.createOffline("carol", dataRoot: dir.sub("origin"), bundle: Repository.sampleBundle)
-        let copy = dir.sub("origin/accounts/carol.sqlite")
-        _ = try E2E.sql(copy, "PRAGMA wal_checkpoint(TRUNCATE);")
-        let litestream = dir.sub("litestream")
-        try Self.fakeLitestream(at: litestream, "cp '\(copy)' \"$out\"")
+        let litestream = try Self.replicaOfCarol(dir)
         let outside = dir.sub("outside")
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try Files.write("keep me\n", to: outside + "/keep.txt")
@@ -202,11 +208,7 @@ import Testing
     @Test func aPullWithMovedPlantedAsALinkLinksNothingIntoPlace() throws {
         let dir = TestDirectory()
         let dataRoot = dir.sub("data")
-        try E2E.createOffline("carol", dataRoot: dir.sub("origin"), bundle: Repository.sampleBundle)
-        let copy = dir.sub("origin/accounts/carol.sqlite")
-        _ = try E2E.sql(copy, "PRAGMA wal_checkpoint(TRUNCATE);")
-        let litestream = dir.sub("litestream")
-        try Self.fakeLitestream(at: litestream, "cp '\(copy)' \"$out\"")
+        let litestream = try Self.replicaOfCarol(dir)
         try FileManager.default.createDirectory(atPath: dataRoot + "/accounts", withIntermediateDirectories: true)
         let elsewhere = dir.sub("elsewhere")
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)

@@ -11,15 +11,8 @@ import Testing
 @Suite struct RollbackUnderNewerBundleTests {
     @Test func aReloadToANewerBundleStopsTheRollback() throws {
         let dir = TestDirectory()
-        let v1 = try BundleFixture.write(at: dir.sub("v1"), steps: [Hostile.itemV1])
-        let v2 = try BundleFixture.write(at: dir.sub("v2"), steps: [Hostile.itemV1, Hostile.itemV2])
         let names = (0..<40).map { String(format: "r%02d", $0) }
-        for name in names { try Hostile.makeItemAccount(name, rows: 20000, dataRoot: dir.sub("data"), bundle: v1) }
-        var daemon = try E2E.daemon(directory: dir.path, bundle: v2)
-        let released = try E2E.accountctl(["migrate", "--all"], socket: daemon.socket)
-        #expect(released.status == 0, "\(released.stdout) \(released.stderr)")
-        _ = E2E.stop(daemon)
-        daemon = try E2E.daemon(directory: dir.path, bundle: v1, environment: ["ACCOUNTD_ACCOUNTS_MIGRATE_CONCURRENCY": "1"])
+        let (daemon, v1) = try ConcurrentRollbackTests.released(names, rows: 20000, in: dir, concurrency: 1)
         defer { _ = E2E.stop(daemon) }
 
         let socket = daemon.socket
@@ -28,7 +21,7 @@ import Testing
         rollback.start()
         // Once the first account is back at 1, the release is put in force again.
         #expect(waitUntil(timeout: 60, interval: 0.01) { (try? E2E.userVersion(daemon.accountPath(names[0]))) == 1 })
-        try FileManager.default.copyItem(atPath: v2 + "/migrations/0002_step2.sql", toPath: v1 + "/migrations/0002_step2.sql")
+        try FileManager.default.copyItem(atPath: dir.sub("v2") + "/migrations/0002_step2.sql", toPath: v1 + "/migrations/0002_step2.sql")
         kill(daemon.process.processIdentifier, SIGHUP)
         #expect(waitUntil(timeout: 120, interval: 0.1) { output.current != nil }, "the rollback did not end")
         let run = try #require(output.current)

@@ -45,6 +45,16 @@ struct ReplicationHonestyTests {
         let lag = metrics.split(separator: "\n").first { $0.hasPrefix("accountd_replication_lag_seconds ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
         #expect((lag ?? 0) >= 55, "\(metrics)")
 
+        // Litestream's failed uploads touch the file (hostile33e #8): nothing of it reached the
+        // replica, so its lag goes on from where it was, never from the touch.
+        for file in [stalePath, stalePath + "-wal"] where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file)
+        }
+        let touched = try E2E.accountctl(["--json", "replication"], socket: daemon.socket)
+        let staleAgain = try JSONParser.parse(touched.stdout)["accounts"]?.arrayValue?.first { $0["account"] == "stale" }
+        #expect(touched.status == 1 && staleAgain?["status"] == "behind", "\(touched)")
+        #expect((staleAgain?["secondsBehind"].flatMap(ObjectStoreReplicationTests.number) ?? 0) >= 55, "\(touched.stdout)")
+
         // Litestream gone: nothing is replicated, and the check fails (table and --json).
         fake.close()
         try? FileManager.default.removeItem(atPath: run + "/litestream.sock")

@@ -24,8 +24,11 @@ enum TestLitestream {
 /// the `accountd-litestream` unit.
 final class LitestreamProcess {
     let config: String
-    let process: Process
     let logPath: String
+    private let environment: [String: String]
+    private let running: E2E.Locked<Process>
+    /// The process now running (a new one after a restart).
+    var process: Process { running.withLock { $0 } }
 
     /// Starts it with this process's environment plus `environment` (an object store's
     /// credentials), without `AWS_CA_BUNDLE`, as the `accountd-litestream` unit runs it
@@ -36,9 +39,26 @@ final class LitestreamProcess {
         try FileManager.default.createDirectory(atPath: log, withIntermediateDirectories: true)
         var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         env["AWS_CA_BUNDLE"] = nil
-        process = try E2E.spawning {
-            try Binaries.start(TestLitestream.path!, ["replicate", "-config", config, "-no-expand-env"], logDirectory: log, environment: env)
+        self.environment = env
+        running = E2E.Locked(try Self.start(config: config, log: log, environment: env))
+    }
+
+    private static func start(config: String, log: String, environment: [String: String]) throws -> Process {
+        try E2E.spawning {
+            try Binaries.start(TestLitestream.path!, ["replicate", "-config", config, "-no-expand-env"], logDirectory: log, environment: environment)
         }
+    }
+
+    /// Starts Litestream again, as the unit's `Restart=on-failure` does, when it ended at its
+    /// start because a file in the folder it scans vanished between its listing and its
+    /// `lstat` (Litestream 0.5.17 then exits: "failed to scan directory ... no such file";
+    /// SQLite removes `-journal`, `-wal` and `-shm` files as it works). Its log is kept.
+    private func restartIfItsScanFailed() {
+        let process = self.process
+        let err = logPath + "/" + (TestLitestream.path! as NSString).lastPathComponent + ".err"
+        guard !process.isRunning, (try? String(contentsOfFile: err, encoding: .utf8))?.contains("failed to scan directory") == true else { return }
+        try? FileManager.default.moveItem(atPath: err, toPath: err + ".\(process.processIdentifier)")
+        if let restarted = try? Self.start(config: config, log: logPath, environment: environment) { running.withLock { $0 = restarted } }
     }
 
     /// What Litestream logged so far.
@@ -53,6 +73,7 @@ final class LitestreamProcess {
     /// Waits until Litestream replicates `database` (its control socket lists it as replicating).
     func waitUntilReplicating(_ database: String, timeout: TimeInterval = 20) -> Bool {
         waitUntil(timeout: timeout, interval: 0.05) {
+            restartIfItsScanFailed()
             guard let list = try? runProgram(TestLitestream.path!, ["list", "-json", "-socket", socket]), list.status == 0,
                 let parsed = try? JSONParser.parse(list.stdout)
             else { return false }

@@ -46,4 +46,68 @@ struct RestoreAtPrecisionTests {
         #expect(try ReplicationTests.get(client, "word", account: "alice") == "one", "a restore at the reported \(reported) gave another state")
         #expect(try JSONParser.parse(again.stdout)["at"]?.stringValue == reported, "\(again.stdout)")
     }
+
+    /// hostile33e #4: the time was fixed by a dry run and the restore made afterwards by time,
+    /// so a change uploaded between the two was restored under the older time, and a restore
+    /// at the reported time then gave other rows. Here a row reaches the replica while the
+    /// daemon's restore waits at a gate between its dry runs and the restore itself.
+    @Test func aChangeUploadedWhileTheRestoreRunsIsNotRestoredUnderAnOlderTime() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let gate = dir.sub("gate")
+        try FileManager.default.createDirectory(atPath: gate, withIntermediateDirectories: true)
+        // Litestream itself, except that the first restore that writes a file waits for `go`.
+        let gated = dir.sub("litestream-gated")
+        try Files.write(
+            """
+            #!/bin/sh
+            case " $* " in
+            *" -dry-run "*) ;;
+            *" restore "*)
+                if [ ! -e '\(gate)/reached' ]; then
+                    : > '\(gate)/reached'; i=0
+                    while [ ! -e '\(gate)/go' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+                fi ;;
+            esac
+            exec '\(TestLitestream.path!)' "$@"
+
+            """, to: gated)
+        #expect(chmod(gated, 0o755) == 0)
+        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
+        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = gated
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
+        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+
+        let asked = ObjectStoreReplicationTests.rfc3339(Date().addingTimeInterval(3600))
+        let first = E2E.Locked<(status: Int32, stdout: String, stderr: String)?>(nil)
+        let socket = daemon.socket
+        let restoring = Thread {
+            let result = try? E2E.accountctl(["--json", "restore", "alice", "--at", asked], socket: socket)
+            first.withLock { $0 = result }
+        }
+        restoring.start()
+        #expect(waitUntil(timeout: 60, interval: 0.05) { FileManager.default.fileExists(atPath: gate + "/reached") })
+        // Another process writes a row, and it reaches the replica, before the restore goes on.
+        _ = try E2E.sql(daemon.accountPath("alice"), "INSERT INTO item(name, n) VALUES ('two', 2);")
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+        try Files.write("", to: gate + "/go")
+        #expect(waitUntil(timeout: 90, interval: 0.1) { first.withLock { $0 != nil } })
+        let result = try #require(first.withLock { $0 })
+        try #require(result.status == 0, "\(result.stdout) \(result.stderr) \(daemon.log.suffix(2000))")
+        let reported = try #require(try JSONParser.parse(result.stdout)["at"]?.stringValue, "\(result.stdout)")
+        let restoredRows = try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item ORDER BY id;")
+
+        // What the reply names is what was restored: a restore at that time gives the same rows.
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+        let again = try E2E.accountctl(["--json", "restore", "alice", "--at", reported], socket: daemon.socket)
+        try #require(again.status == 0, "\(again.stdout) \(again.stderr)")
+        let rowsAtReported = try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item ORDER BY id;")
+        #expect(restoredRows == rowsAtReported, "restored \(restoredRows) as of \(reported), which has \(rowsAtReported)")
+        #expect(restoredRows.split(separator: "\n") == ["one"], "the restore planned before 'two' was uploaded: \(restoredRows)")
+    }
 }

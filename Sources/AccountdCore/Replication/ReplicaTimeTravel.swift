@@ -7,7 +7,8 @@ import Foundation
 /// the replica's state at that time into a private folder made afresh under `accounts/`
 /// (`.<account>.sqlite.rewinding/`, a name no account can have, where no one else can plant a link). A dry run first says which of
 /// Litestream's files the state is made of, and so the time it really has: the newest of those
-/// files' timestamps, which is at or before the time asked for. The copy is then checked like a
+/// files' timestamps, which is at or before the time asked for; the restore then stops at the
+/// dry run's last transaction, so the copy holds that very state. The copy is then checked like a
 /// pulled file (a regular file, made private; an accountd file bound to this account at a
 /// version the caller accepts); the store writes it into the account
 /// (``AccountStore/restore(_:copy:holding:)``) and the caller removes the staging file
@@ -59,10 +60,13 @@ public struct ReplicaTimeTravel: Sendable {
             let plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
             let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
             guard let printed = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
-            let stateTime = try await preciseTime(
-                of: plan.parsed?["max_txid"]?.stringValue, printed: printed, asked: at, source: source, into: temp, on: blocking)
+            let planned = plan.parsed?["max_txid"]?.stringValue
+            let stateTime = try await preciseTime(of: planned, printed: printed, asked: at, source: source, into: temp, on: blocking)
             _ = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
-            let run = try await command.run("restore", ["-json", "-timestamp", timestamp, "-o", temp], source: source, on: blocking)
+            // The restore stops at the planned transaction: an upload landing since the dry run
+            // (a newer state the time asked also covers) is not restored under the older time.
+            let target = planned.map { ["-txid", $0] } ?? ["-timestamp", timestamp]
+            let run = try await command.run("restore", ["-json"] + target + ["-o", temp], source: source, on: blocking)
             guard run.status == 0 else {
                 throw AccountdError(
                     .storage,
@@ -106,9 +110,16 @@ public struct ReplicaTimeTravel: Sendable {
         while low < high {
             let middle = low + (high - low) / 2
             let plan = try await dryRun(LitestreamTime.format(Date(timeIntervalSince1970: Double(middle) / 1000)), source: source, into: temp, on: blocking)
-            if plan.parsed?["max_txid"]?.stringValue == txid { high = middle } else { low = middle + 1 }
+            // At or past the transaction: an upload landing meanwhile keeps the search in order.
+            if Self.reaches(plan.parsed?["max_txid"]?.stringValue, txid) { high = middle } else { low = middle + 1 }
         }
         return Date(timeIntervalSince1970: Double(low) / 1000)
+    }
+
+    /// Whether a plan's last transaction is `txid` or a later one (both hexadecimal).
+    private static func reaches(_ planned: String?, _ txid: String) -> Bool {
+        guard let planned, let reached = UInt64(planned, radix: 16), let wanted = UInt64(txid, radix: 16) else { return planned == txid }
+        return reached >= wanted
     }
 
     /// Litestream's dry run of a restore at `timestamp`: its JSON (nil when it refused: a time

@@ -182,7 +182,7 @@ struct ReplicationService: Sendable {
         // Litestream names each database by its cleaned absolute path.
         var known: [String: LitestreamControl.Database] = [:]
         for database in databases { known[(database.path as NSString).standardizingPath] = database }
-        uploads.remember(known.compactMapValues(\.lastSyncAt))
+        uploads.remember(known.compactMapValues(\.lastSyncAt), listed: known.keys)
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let threshold = Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds)
@@ -194,8 +194,11 @@ struct ReplicationService: Sendable {
             // every sync; with changes waiting, once the store took them. So the time since it
             // is the real lag, and a store that takes no uploads shows as it grows.
             // A file never uploaded (no last_sync_at) has its changes waiting since at least
-            // its newest write: that age is its lag (a store that has taken nothing of it).
-            let behind = database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) } ?? Self.neverUploadedAge(path, now: now)
+            // its newest write as first seen here: that age is its lag (a store that has
+            // taken nothing of it), growing while Litestream's retries touch the file.
+            let behind =
+                database.lastSyncAt.map { max(0, now.timeIntervalSince($0)) }
+                ?? uploads.secondsWaiting((path as NSString).standardizingPath, newestChange: Self.newestChange(path), now: now)
             let lagging = database.status == "replicating" && (behind ?? 0) > threshold
             return ReplicationAccount(
                 account: name, replicated: database.status == "replicating",
@@ -212,10 +215,10 @@ struct ReplicationService: Sendable {
     /// How `device.sqlite` is named in the `Replication` reply.
     static let deviceName = "device.sqlite"
 
-    /// For an account Litestream replicates but has never uploaded: the time since its newest
-    /// change (the newer modification time of its file and its WAL), a lower bound of what is
-    /// waiting; nil when neither can be read. Two `stat` calls, on the caller's thread.
-    static func neverUploadedAge(_ path: String, now: Date) -> Double? {
+    /// For an account Litestream replicates but has never uploaded: the time of its newest
+    /// change (the newer modification time of its file and its WAL), a lower bound of how long
+    /// its changes have waited; nil when neither can be read. Two `stat` calls, on the caller's thread.
+    static func newestChange(_ path: String) -> Date? {
         var newest: Double?
         for file in [path, path + "-wal"] {
             var info = stat()
@@ -223,7 +226,7 @@ struct ReplicationService: Sendable {
             let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
             newest = max(newest ?? modified, modified)
         }
-        return newest.map { max(0, now.timeIntervalSince1970 - $0) }
+        return newest.map { Date(timeIntervalSince1970: $0) }
     }
 
     /// The replica's past states for `Restore {at}`, with the settings in force.

@@ -61,21 +61,20 @@ public enum Daemon {
         let preferences = try PreferenceService(
             declarations: settings.namespaces, root: root, hub: hub, groupCommit: settings.groupCommit, pool: pool, metrics: metrics,
             holdDeviceBack: !deviceAsked)
-        // Device namespaces held back: the replica is asked again until it answers.
+        // Its settings are put in force (and Litestream's configuration written) in openServices.
+        let replication = ReplicationService(settings: nil, root: root, logger: logger)
+        // Device namespaces held back: the replica, as the settings then in force name it, is
+        // asked again until it answers.
         let recovery: DeviceRecovery? =
-            preferences.isDeviceHeldBack
-            ? settings.replication.map { replicating in
-                DeviceRecovery(
-                    pull: DevicePull(root: root, replica: replicating.replica, litestream: replicating.litestream()), preferences: preferences,
-                    pool: pool, logger: logger, shown: replicating.replica.redact(replicating.replica.device))
-            } : nil
+            preferences.isDeviceHeldBack ? DeviceRecovery(replication: replication, preferences: preferences, pool: pool, logger: logger) : nil
         let served: Result<Void, any Error> = await withTaskGroup(of: Void.self) { group in
             // The recovery is a child of the daemon's run, cancelled once serving ends.
             if let recovery { group.addTask { await recovery.run() } }
             defer { group.cancelAll() }
             do {
                 let services = try openServices(
-                    settings, root: root, stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, logger: logger)
+                    settings, root: root, stores: stores, preferences: preferences, replication: replication, pool: pool, hub: hub,
+                    metrics: metrics, logger: logger)
                 try await serve(settings, loader: loader, services: services, loops: loops, logger: logger)
                 return .success(())
             } catch {
@@ -155,12 +154,11 @@ public enum Daemon {
 
     /// Writes Litestream's configuration and makes the services.
     private static func openServices(
-        _ settings: DaemonSettings, root: DataRoot, stores: Reloadable<AccountStore>, preferences: PreferenceService, pool: BlockingPool,
-        hub: EventHub, metrics: DaemonMetrics, logger: Logger
+        _ settings: DaemonSettings, root: DataRoot, stores: Reloadable<AccountStore>, preferences: PreferenceService,
+        replication: ReplicationService, pool: BlockingPool, hub: EventHub, metrics: DaemonMetrics, logger: Logger
     ) throws -> Services {
         // Litestream's configuration is written before anything is served, so that the
         // accountd-litestream unit, ordered after this one, finds it.
-        let replication = ReplicationService(settings: nil, root: root, logger: logger)
         try replication.apply(settings.replication)
         let services = Services(
             stores: stores, preferences: preferences, pool: pool, hub: hub, metrics: metrics, replication: replication,

@@ -14,7 +14,9 @@ struct ReplicationCommand: AsyncParsableCommand {
             a few sync intervals is `behind` (a store that takes no uploads), and the command \
             then fails (exit status 1); so is one never uploaded (LAST SYNC `never uploaded`) whose \
             newest change is older than that. The last row, device.sqlite, is the device-wide \
-            preferences' file, which counts the same. With replication off it says so; with Litestream not \
+            preferences' file, which counts the same; while it is missing and held back (the replica \
+            could not be asked whether it holds one) its STATUS is `missing` and the command fails. \
+            With replication off it says so; with Litestream not \
             running or not answering it says so and fails (exit status 1).
             """)
 
@@ -25,7 +27,7 @@ struct ReplicationCommand: AsyncParsableCommand {
         if global.json {
             Output.json(reply.parameters)
             // The same exit status as the table's, so that a script watching --json sees the lag too.
-            if reply.behind > 0 || (reply.enabled && !reply.litestream) { throw ExitCode(1) }
+            if reply.behind > 0 || (reply.enabled && !reply.litestream) || reply.device?.status == ReplicationAccount.missingStatus { throw ExitCode(1) }
             return
         }
         guard reply.enabled, let replica = reply.replica else {
@@ -53,6 +55,11 @@ struct ReplicationCommand: AsyncParsableCommand {
                 "Never uploaded: see accountd-litestream's log ('journalctl -u accountd-litestream'). If the replica's URL changed, "
                     + "reload accountd and restart accountd-litestream: its start resets Litestream's local state for the new replica, "
                     + "which then gets a full copy of every database (docs/REPLICATION.md).")
+        }
+        if reply.device?.status == ReplicationAccount.missingStatus {
+            throw ClientError.failed(
+                "device.sqlite is missing and held back: the replica could not be asked whether it holds one, so device namespaces are refused until it answers "
+                    + "(asked again every 10 s; the daemon's log says why). Fix the replica's access, or its URL (reload accountd)")
         }
         if reply.behind > 0 {
             let threshold = reply.lagThresholdSeconds.map { String(format: "%.0f s", $0) } ?? "a few seconds"

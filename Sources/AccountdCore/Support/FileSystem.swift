@@ -109,9 +109,17 @@ enum FileSystem {
     /// Puts the finished file `staged` in place at `path` durably, never replacing a file:
     /// fsyncs it, links it to `path`, removes the staged name and fsyncs the folder.
     ///
+    /// A `-wal`, `-shm` or `-journal` at `path` while no file is there belongs to no file (a
+    /// file removed by hand, a crash of someone else's tool), yet SQLite would take it for the
+    /// new file's own and replay another database's pages onto it: it is removed first (names
+    /// only: a link there is removed, not followed).
+    ///
     /// - Returns: false, changing nothing, when `path` already exists.
     static func linkIntoPlace(_ staged: String, at path: String) throws -> Bool {
         try fsyncFile(staged)
+        if entry(at: path) == .missing {
+            for suffix in ["-wal", "-shm", "-journal"] { try removeIfPresent(path + suffix) }
+        }
         // link() fails when the name exists: a file is never overwritten.
         guard link(staged, path) == 0 else {
             if errno == EEXIST { return false }

@@ -12,12 +12,12 @@ struct DeviceRecovery: Sendable {
     /// How long between two attempts.
     static let retrySeconds: Double = 10
 
-    let pull: DevicePull
+    /// The replication settings in force at each attempt: a reload that mends the replica's
+    /// URL or credentials is taken at the next attempt (hostile33f #2).
+    let replication: ReplicationService
     let preferences: PreferenceService
     let pool: BlockingPool
     let logger: Logger
-    /// The replica's `device.sqlite`, masked, for the log.
-    let shown: String
 
     /// Asks the replica until it answers, then opens `device.sqlite`; ends early when the
     /// task is cancelled (the daemon stops).
@@ -30,9 +30,22 @@ struct DeviceRecovery: Sendable {
                 return
             }
             attempt += 1
+            let preferences = preferences
+            guard let current = replication.settings.current else {
+                // A reload turned replication off: there is no replica an empty file could shadow.
+                do {
+                    try await pool.run { try preferences.openDevice() }
+                    logger.notice("replication is off since a reload: device.sqlite is made here; device namespaces are served")
+                    return
+                } catch {
+                    logger.warning("device.sqlite could not be made (attempt \(attempt)): \(error); next attempt in \(Int(Self.retrySeconds)) s")
+                    continue
+                }
+            }
+            let shown = current.replica.redact(current.replica.device)
             do {
+                let pull = DevicePull(root: replication.root, replica: current.replica, litestream: current.litestream(runs: replication.runs))
                 let outcome = try await pull.pullIfMissing(on: pool)
-                let preferences = preferences
                 try await pool.run { try preferences.openDevice() }
                 switch outcome {
                 case .pulled(let txid):

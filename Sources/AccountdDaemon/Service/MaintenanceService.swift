@@ -228,7 +228,7 @@ struct MaintenanceService: Sendable {
     func replication(include: @escaping @Sendable (AccountName) -> Bool = { _ in true }) async throws -> ReplicationReply {
         let store = stores.current
         let accounts = try await pool.run { store.root.accountNames().filter(include) }
-        return await replication.status(accounts: accounts)
+        return await replication.status(accounts: accounts, deviceHeldBack: preferences.isDeviceHeldBack)
     }
 
     /// Brings `account` from the Litestream replica (`Pull`), under its lock; the next switch

@@ -142,7 +142,12 @@ struct ReplicationService: Sendable {
     /// is false and every account's status is `unknown`. Either way each account's
     /// `secondsBehind` is the time since its last upload Litestream reported to this daemon
     /// (or since the daemon started): it grows while nothing is shipped (``UploadMemory``).
-    func status(accounts: [AccountName], now: Date = Date()) async -> ReplicationReply {
+    ///
+    /// With `deviceHeldBack` (`device.sqlite` missing, the replica not yet answering whether
+    /// it holds one: ``DeviceRecovery``), the device's entry is `missing`, whatever Litestream says.
+    func status(accounts: [AccountName], deviceHeldBack: Bool = false, now: Date = Date()) async -> ReplicationReply {
+        let heldBack = ReplicationAccount(
+            account: Self.deviceName, replicated: false, status: ReplicationAccount.missingStatus, lastSyncAt: nil, secondsBehind: nil)
         guard let current = settings.current else {
             return ReplicationReply(enabled: false, replica: nil, litestream: false, accounts: accounts.map {
                 ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: nil)
@@ -159,7 +164,7 @@ struct ReplicationService: Sendable {
                 enabled: true, replica: replica, litestream: false,
                 accounts: accounts.map {
                     ReplicationAccount(account: $0.rawValue, replicated: false, status: "not-replicated", lastSyncAt: nil, secondsBehind: unseen($0))
-                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
+                }, device: deviceHeldBack ? heldBack : nil, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         let logger = logger
         let lookup = await statusCache.lookup(socketPath: current.controlSocketPath) { failure in
@@ -177,7 +182,7 @@ struct ReplicationService: Sendable {
                 enabled: true, replica: replica, litestream: false,
                 accounts: accounts.map {
                     ReplicationAccount(account: $0.rawValue, replicated: false, status: status, lastSyncAt: nil, secondsBehind: unseen($0))
-                }, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
+                }, device: deviceHeldBack ? heldBack : nil, lagThresholdSeconds: Self.lagThreshold(syncIntervalSeconds: current.syncIntervalSeconds))
         }
         // Litestream names each database by its cleaned absolute path.
         var known: [String: LitestreamControl.Database] = [:]
@@ -208,7 +213,8 @@ struct ReplicationService: Sendable {
         let entries = accounts.map { entry($0.rawValue, path: root.accountPath($0)) }
         // device.sqlite replicates beside the accounts: its lag counts too (a device-wide Set
         // waiting for a frozen store is as much at risk as an account's).
-        let device = FileManager.default.fileExists(atPath: root.devicePath) ? entry(Self.deviceName, path: root.devicePath) : nil
+        let device =
+            deviceHeldBack ? heldBack : FileManager.default.fileExists(atPath: root.devicePath) ? entry(Self.deviceName, path: root.devicePath) : nil
         return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, device: device, lagThresholdSeconds: threshold)
     }
 

@@ -71,6 +71,9 @@ public struct ReplicationAccount: Hashable, Sendable {
     /// The status of an account Litestream replicates whose replica has not caught up for
     /// longer than the threshold (accountd's word, in place of Litestream's `replicating`).
     public static let behindStatus = "behind"
+    /// The status of `device.sqlite` while it is missing and held back: the replica could not
+    /// be asked whether it holds one, so device namespaces are refused until it answers.
+    public static let missingStatus = "missing"
 
     public var account: String
     /// Whether Litestream is replicating the account's file now.

@@ -17,8 +17,10 @@ extension AccountdClient {
     ///
     /// - Parameter replica: another base URL to pull from (the old host's, for a move); nil for
     ///   the daemon's own replica. A pull ends a handoff of the account from this host.
-    public func pull(account: String, replica: String? = nil) async throws -> PullReply {
-        try await call(.pull(account: Self.account(account), replica: replica), as: PullReply.self)
+    /// - Parameter reclaim: take a copy marked as handed off from the daemon's own replica
+    ///   all the same (without it: `AccountMoved`).
+    public func pull(account: String, replica: String? = nil, reclaim: Bool = false) async throws -> PullReply {
+        try await call(.pull(account: Self.account(account), replica: replica, reclaim: reclaim), as: PullReply.self)
     }
 
     /// Brings the file at `path` (read by the daemon: a `sqlite` or `sql` export, or an

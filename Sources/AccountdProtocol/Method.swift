@@ -83,7 +83,7 @@ public enum Method: String, CaseIterable, Sendable {
     public var parameterNames: Set<String> {
         switch self {
         case .info, .ping, .watch, .metrics, .replication: []
-        case .pull: ["account", "replica"]
+        case .pull: ["account", "replica", "reclaim"]
         case .importAccount: ["account", "path", "rebind", "overReplica"]
         case .status: ["account"]
         case .list: ["details"]

@@ -27,7 +27,11 @@ struct ReplicationCommand: AsyncParsableCommand {
         if global.json {
             Output.json(reply.parameters)
             // The same exit status as the table's, so that a script watching --json sees the lag too.
-            if reply.behind > 0 || (reply.enabled && !reply.litestream) || reply.device?.status == ReplicationAccount.missingStatus { throw ExitCode(1) }
+            if reply.behind > 0 || (reply.enabled && !reply.litestream) || reply.device?.status == ReplicationAccount.missingStatus
+                || reply.litestreamReplica != nil
+            {
+                throw ExitCode(1)
+            }
             return
         }
         guard reply.enabled, let replica = reply.replica else {
@@ -55,6 +59,11 @@ struct ReplicationCommand: AsyncParsableCommand {
                 "Never uploaded: see accountd-litestream's log ('journalctl -u accountd-litestream'). If the replica's URL changed, "
                     + "reload accountd and restart accountd-litestream: its start resets Litestream's local state for the new replica, "
                     + "which then gets a full copy of every database (docs/REPLICATION.md).")
+        }
+        if let running = reply.litestreamReplica {
+            throw ClientError.failed(
+                "Litestream still ships to \(running), the replica it was started for: the configuration names \(replica) since a reload. "
+                    + "Restart accountd-litestream ('systemctl restart accountd-litestream'); until then the statuses above are of the old replica")
         }
         if reply.device?.status == ReplicationAccount.missingStatus {
             throw ClientError.failed(

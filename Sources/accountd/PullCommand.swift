@@ -14,7 +14,9 @@ struct PullCommand: AsyncParsableCommand {
             data root, checks the copy like any account file (an accountd file bound to this \
             account, whole by SQLite's integrity_check), puts it in WAL mode and links it into \
             place; the next switch opens or migrates it. Refused, touching nothing, when the \
-            account already has a file there. The litestream program is found on PATH, or given \
+            account already has a file there, and (AccountMoved) when the copy is marked as handed off \
+            from that replica (remove --handoff) and that replica is this host's own (its daemon's \
+            settings, --config; unknown counts as own), unless --reclaim: the host it moved to may serve it. The litestream program is found on PATH, or given \
             with --litestream. Exit status 1 when the pull failed.
             """)
 
@@ -29,6 +31,12 @@ struct PullCommand: AsyncParsableCommand {
 
     @Argument(help: "The account to pull.")
     var account: String
+
+    @Option(name: .long, help: "The daemon's config file, read for this host's own replica (replication.litestream.replica; default: the daemon's settings, if any).")
+    var config: String?
+
+    @Flag(help: "Take a copy marked as handed off from this replica (remove --handoff on the host it served, then lost): another host may serve the account.")
+    var reclaim = false
 
     func validate() throws {
         if let problem = AccountName.problem(in: account) { throw ValidationError("\(AccountName.quoted(account)): \(problem)") }
@@ -54,7 +62,12 @@ struct PullCommand: AsyncParsableCommand {
             // Run as root on another user's data root, Litestream runs as that user: it can
             // write nothing that user could not, whatever that user planted in the data root.
             let program = LitestreamProgram(executable: litestream, user: root.foreignOwner())
-            let puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: program)
+            var puller = ReplicaPull(root: root, replica: ReplicaURL(base: replica), litestream: program)
+            // A copy marked as handed off from the replica it comes from is refused when that is
+            // this host's own replica (from the daemon's settings; unknown counts as own),
+            // unless reclaimed (HandoffMark).
+            puller.home = try await ownReplica()
+            puller.reclaim = reclaim
             try AccountStore.refusePullOfOwnHandoff(name, root: root, from: puller.replica)
             // A command of its own: its steps may block this program's threads.
             let outcome = try await puller.pullHere(name)
@@ -62,6 +75,17 @@ struct PullCommand: AsyncParsableCommand {
         } catch {
             FileHandle.standardError.write(Data("accountd: \(account): \(error)\n".utf8))
             throw ExitCode(1)
+        }
+    }
+
+    /// This host's own replica, from the daemon's settings (`--config`, else its default file
+    /// and environment); nil when replication is off there or, without `--config`, the
+    /// settings cannot be read.
+    private func ownReplica() async throws -> String? {
+        do {
+            return try await SettingsLoader(flags: .init(config: config, dataRoot: dataRoot)).load().replication?.replica.base
+        } catch where config == nil {
+            return nil
         }
     }
 }

@@ -217,8 +217,10 @@ struct MoveTests {
         #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr) \(a.daemon.log.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: a.daemon.accountPath("alice")))
         #expect(try again.callOne("switch alice").error == .accountMoved)
-        // The replica has the last write: host B pulls it.
-        let pulled = try E2E.pullOffline("alice", replica: a.replica, dataRoot: dir.sub("host-b/data"))
+        // The replica has the last write: host B (its own replica another) pulls it.
+        let pulled = try E2E.run(
+            Binaries.accountd, ["pull", "--replica", a.replica, "--data-root", dir.sub("host-b/data"), "--litestream", TestLitestream.path!, "alice"],
+            environment: ["ACCOUNTD_REPLICATION_LITESTREAM_REPLICA": "file://" + dir.sub("replica-b")])
         #expect(pulled.status == 0, "\(pulled.stderr)")
         #expect(try E2E.sql(dir.sub("host-b/data/accounts/alice.sqlite"), "SELECT value FROM accountd_prefs WHERE key = 'last';") == "\"word\"")
     }

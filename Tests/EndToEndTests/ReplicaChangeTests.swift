@@ -87,6 +87,11 @@ struct ReplicaChangeTests {
         let early = try E2E.accountctl(["remove", "bob", "--handoff"], socket: daemon.socket)
         #expect(early.status != 0 && early.stderr.contains("restart it first"), "\(early.stdout) \(early.stderr)")
         #expect(FileManager.default.fileExists(atPath: daemon.accountPath("bob")), "bob was removed")
+        // And the health check says so rather than show the new replica as caught up (hostile33f #5).
+        let between = try E2E.accountctl(["replication"], socket: daemon.socket)
+        #expect(between.status == 1 && between.stderr.contains("restart accountd-litestream") && between.stderr.contains("host-a"), "\(between)")
+        let betweenJSON = try E2E.accountctl(["--json", "replication"], socket: daemon.socket)
+        #expect(betweenJSON.status == 1 && (try? JSONParser.parse(betweenJSON.stdout))?["litestreamReplica"]?.stringValue != nil, "\(betweenJSON)")
         litestream.stop()
         (litestream, said) = try Self.startAsTheUnit(accountdConfig: written, config: config, log: dir.sub("litestream-2"))
         #expect(said.contains("removed Litestream's local state"), "\(said)")

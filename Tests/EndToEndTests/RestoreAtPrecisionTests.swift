@@ -110,4 +110,41 @@ struct RestoreAtPrecisionTests {
         #expect(restoredRows == rowsAtReported, "restored \(restoredRows) as of \(reported), which has \(rowsAtReported)")
         #expect(restoredRows.split(separator: "\n") == ["one"], "the restore planned before 'two' was uploaded: \(restoredRows)")
     }
+
+    /// hostile33f #5: Litestream's retention removed the planned files between the dry run and
+    /// the restore, and the restore failed ("no matching backup files available"). The plan
+    /// is made again. Here a stand-in says so for the first restore that writes a file.
+    @Test func filesRemovedBetweenThePlanAndTheRestoreArePlannedAgain() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let once = dir.sub("failed-once")
+        let flaky = dir.sub("litestream-retention")
+        try Files.write(
+            """
+            #!/bin/sh
+            case " $* " in
+            *" -dry-run "*) ;;
+            *" restore "*)
+                if [ ! -e '\(once)' ]; then : > '\(once)'; echo 'Error: no matching backup files available' >&2; exit 1; fi ;;
+            esac
+            exec '\(TestLitestream.path!)' "$@"
+
+            """, to: flaky)
+        #expect(chmod(flaky, 0o755) == 0)
+        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
+        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = flaky
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
+        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+        let asked = ObjectStoreReplicationTests.rfc3339(Date())
+        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('two', 2)", [])
+        let restored = try E2E.accountctl(["--json", "restore", "alice", "--at", asked], socket: daemon.socket)
+        #expect(restored.status == 0, "\(restored.stdout) \(restored.stderr) \(daemon.log.suffix(2000))")
+        #expect(FileManager.default.fileExists(atPath: once), "the stand-in never failed a restore")
+        #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item ORDER BY id;") == "one")
+    }
 }

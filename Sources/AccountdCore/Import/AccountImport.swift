@@ -139,6 +139,8 @@ public struct AccountImport: Sendable {
         try refuseExisting(account)
         try accept(staged.version, staged.lastCompatibleVersion)
         let target = root.accountPath(account)
+        // Imported here on purpose: a handoff mark the file carries is this host's no more.
+        try HandoffMark.remove(staged.path)
         guard try FileSystem.linkIntoPlace(staged.path, at: target) else {
             throw AccountdError(
                 .accountExists, "account \(account) was created here while it was being imported; nothing was replaced",

@@ -18,6 +18,13 @@ public struct ReplicaPull: Sendable {
     public var root: DataRoot
     public var replica: ReplicaURL
     public var litestream: LitestreamProgram
+    /// This host's own replica (the daemon's `replication.litestream.replica`); nil when not
+    /// known (the offline tool), which counts as the replica pulled from. A copy whose
+    /// ``HandoffMark`` names the replica it comes from is refused when that replica is this
+    /// host's own, unless ``reclaim``.
+    public var home: String?
+    /// Take a copy marked as handed off from this host's own replica all the same.
+    public var reclaim = false
 
     /// What a pull brought.
     public struct Outcome: Sendable {
@@ -144,12 +151,21 @@ public struct ReplicaPull: Sendable {
             try accept(facts.version, facts.lastCompatibleVersion)
             let queue = try DatabaseQueue(path: temp, configuration: Connections.configuration(foreignKeys: false, label: "pull"))
             let problems: [String]
-            (problems, mode) = try queue.writeWithoutTransaction { db in
-                (try String.fetchAll(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL"))
+            let mark: HandoffMark.Mark?
+            (problems, mode, mark) = try queue.writeWithoutTransaction { db in
+                (
+                    try String.fetchAll(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL"),
+                    try HandoffMark.read(db)
+                )
             }
             try queue.close()
             guard problems == ["ok"] else {
                 throw AccountdError.corrupt(account, path: temp, "fails SQLite's integrity check after restore: " + problems.prefix(5).joined(separator: "; "))
+            }
+            if let mark {
+                try refuseOwnHandoff(account, mark: mark, from: shown)
+                // Taken here: the mark is this host's no more, and its replica never carries it.
+                try HandoffMark.remove(temp)
             }
         } catch let error as AccountdError where error.reason != nil {
             throw Self.refusedCopy(error, account: account, from: shown)
@@ -169,6 +185,22 @@ public struct ReplicaPull: Sendable {
         // The account is back: a handoff of it from this host ends here.
         try root.eraseHandoff(account)
         return Outcome(account: account, version: facts.version, sizeBytes: FileSystem.size(of: path), txid: txid)
+    }
+
+    /// Refuses (`accountMoved`) a copy marked as handed off from the replica it comes from,
+    /// when that replica is this host's own (or this host's is not known) and the pull does not
+    /// ``reclaim``: this host (or the one it replaces after a machine loss) handed the account
+    /// off, and another host may serve it now.
+    private func refuseOwnHandoff(_ account: AccountName, mark: HandoffMark.Mark, from shown: String) throws {
+        guard !reclaim, ReplicaAddress.sameStore(mark.replica, replica.base), home.map({ ReplicaAddress.sameStore($0, replica.base) }) ?? true else {
+            return
+        }
+        throw AccountdError(
+            .accountMoved,
+            "account \(account) was handed off from the replica \(shown) at \(mark.at) (its copy there says so), and another host may serve it now: "
+                + "pulling this copy here would make two hosts serve diverging copies. Pull the new owner's copy with --replica URL (its replica), "
+                + "or take this copy back on purpose with --reclaim. The pulled copy was removed and nothing here changed",
+            account: account.rawValue, file: shown)
     }
 
     /// A pulled copy refused (`error`: ``AccountdError/corrupt(_:path:_:)``, too new) said of

@@ -57,16 +57,21 @@ public struct ReplicaTimeTravel: Sendable {
         let temp = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
         do {
             let timestamp = LitestreamTime.format(at)
-            let plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
-            let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
-            guard let printed = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
-            let planned = plan.parsed?["max_txid"]?.stringValue
-            let stateTime = try await preciseTime(of: planned, printed: printed, asked: at, source: source, into: temp, on: blocking)
-            _ = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
-            // The restore stops at the planned transaction: an upload landing since the dry run
-            // (a newer state the time asked also covers) is not restored under the older time.
-            let target = planned.map { ["-txid", $0] } ?? ["-timestamp", timestamp]
-            let run = try await command.run("restore", ["-json"] + target + ["-o", temp], source: source, on: blocking)
+            // Litestream's retention and compaction may remove the planned files between the
+            // dry run and the restore ("no matching backup files"): the plan is made again.
+            var attempt = 1
+            var planned: (run: LitestreamProgram.Run, time: Date)
+            while true {
+                do {
+                    planned = try await restoreAsPlanned(account, at: at, timestamp: timestamp, source: source, into: temp, on: blocking)
+                } catch let error as AccountdError where error.kind == .storage && error.message.contains("no matching backup") && attempt < 3 {
+                    attempt += 1
+                    continue
+                }
+                guard planned.run.status != 0, planned.run.errors.contains("no matching backup"), attempt < 3 else { break }
+                attempt += 1
+            }
+            let (run, stateTime) = planned
             guard run.status == 0 else {
                 throw AccountdError(
                     .storage,
@@ -85,6 +90,26 @@ public struct ReplicaTimeTravel: Sendable {
             _ = try? await blocking.run { try? root.clearStaging(account, .rewinding) }
             throw error
         }
+    }
+
+    /// A dry run at `timestamp` (which fixes the state and its time), then the restore of that
+    /// very state into `temp` (stopping at the plan's last transaction): Litestream's run and
+    /// the state's time.
+    private func restoreAsPlanned(
+        _ account: AccountName, at: Date, timestamp: String, source: String, into temp: String, on blocking: some BlockingRunner
+    ) async throws -> (run: LitestreamProgram.Run, time: Date) {
+        let plan = try await dryRun(timestamp, source: source, into: temp, on: blocking)
+        let files = (plan.parsed?["files"]?.arrayValue ?? []).compactMap { $0["timestamp"]?.stringValue.flatMap(LitestreamTime.parse) }
+        guard let printed = files.max() else { throw try await refusal(account, at: at, source: source, said: plan.errors, on: blocking) }
+        let planned = plan.parsed?["max_txid"]?.stringValue
+        let stateTime = try await preciseTime(of: planned, printed: printed, asked: at, source: source, into: temp, on: blocking)
+        let root = self.root
+        _ = try await blocking.run { try root.makeLitestreamStaging(account, .rewinding) }
+        // The restore stops at the planned transaction: an upload landing since the dry run
+        // (a newer state the time asked also covers) is not restored under the older time.
+        let target = planned.map { ["-txid", $0] } ?? ["-timestamp", timestamp]
+        let run = try await command.run("restore", ["-json"] + target + ["-o", temp], source: source, on: blocking)
+        return (run, stateTime)
     }
 
     /// Removes the staging file a ``fetch(_:at:on:accept:)`` left. Blocking.

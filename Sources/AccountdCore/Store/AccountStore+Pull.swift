@@ -1,4 +1,5 @@
 import AccountdProtocol
+import Foundation
 
 extension AccountStore {
     /// Pulls `account` from a Litestream replica (``ReplicaPull``) under `hold`, in its three
@@ -83,9 +84,31 @@ extension AccountStore {
             }
             // Before the record: an unlocked read that checked before it must check again.
             locks.changed()
-            try root.recordHandoff(account, replica: replica)
+            let now = Date()
+            try root.recordHandoff(account, replica: replica, at: now)
+            // In the file too, before the final sync ships it: the replica's newest state says
+            // it was handed off, wherever this host's own record is lost (``HandoffMark``).
+            do {
+                try HandoffMark.write(path, replica: replica, at: now, busy: options.lockTimeout)
+            } catch {
+                if !already { try? root.eraseHandoff(account) }
+                throw error
+            }
             locks.changed()
             return already
+        }
+    }
+}
+
+extension AccountStore {
+    /// Ends a handoff that did not happen (the final sync failed): the record goes, and the
+    /// mark written into the file with it (``HandoffMark``), under the account's lock.
+    public func abandonHandoff(_ account: AccountName, holding hold: AccountHold) throws {
+        try underLock(account, holding: hold, allowingMoved: true) {
+            try HandoffMark.remove(root.accountPath(account), busy: options.lockTimeout)
+            locks.changed()
+            try root.eraseHandoff(account)
+            locks.changed()
         }
     }
 }

@@ -157,6 +157,8 @@ extension AccountStore {
             do {
                 try ReadOnlyFile(source).copy(to: temp)
                 try Self.useWAL(temp)
+                // Restored here on purpose: a handoff mark it carries is this host's no more.
+                try HandoffMark.remove(temp)
                 if inPlace {
                     try Self.write(temp, into: path, account: account)
                     try FileSystem.removeWithCompanions(temp)

@@ -161,8 +161,8 @@ struct Dispatcher: Sendable {
             }
         case .replication:
             return task(call, writer) { _ in Reply(try await services.maintenance.replication(include: readable(by: call.peer))) }
-        case .pull(let account, let replica):
-            return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica)) }
+        case .pull(let account, let replica, let reclaim):
+            return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica, reclaim: reclaim)) }
         case .importAccount(let account, let path, let rebind, let overReplica):
             return task(call, writer) { replies in
                 Reply(

@@ -181,13 +181,15 @@ struct MaintenanceService: Sendable {
                 guard let replica = replication.replicaForRecord else {
                     throw ReplicationService.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)")
                 }
+                // A handoff whose final sync cannot happen is refused before anything is written.
+                try replication.refuseHandoffThatCannotSync(account)
                 // The record is durable before the final sync, so no write can land after it.
                 let resumed = try await pool.run { try store.recordHandoff(account, replica: replica, holding: hold) }
                 do {
                     try await replication.release(account, handoff: true)
                 } catch {
                     // A first attempt changes nothing; a resumed one (after a crash) keeps the account refused.
-                    if !resumed { _ = try? await pool.run { try store.root.eraseHandoff(account) } }
+                    if !resumed { _ = try? await pool.run { try store.abandonHandoff(account, holding: hold) } }
                     throw error
                 }
             } else {
@@ -236,8 +238,8 @@ struct MaintenanceService: Sendable {
     ///
     /// - Throws: `InvalidRequest` without replication; `AccountExists`, `AccountNotFound`,
     ///   `AccountCorrupt`, `AccountTooNew`, `AccountBusy` or a storage error.
-    func pull(_ account: AccountName, replica: String? = nil) async throws -> PullReply {
-        let (store, puller) = (stores.current, try replication.puller(replica: replica))
+    func pull(_ account: AccountName, replica: String? = nil, reclaim: Bool = false) async throws -> PullReply {
+        let (store, puller) = (stores.current, try replication.puller(replica: replica, reclaim: reclaim))
         let outcome = try await store.withHold(account) { hold in try await store.pull(account, with: puller, holding: hold, on: pool) }
         logger.notice(
             "account \(account) pulled from \(puller.replica.redact(puller.replica.account(account))) at version \(outcome.version) (Litestream txid \(outcome.txid ?? "unknown"))",

@@ -32,7 +32,7 @@ extension ReplicationService {
                     + "Bring it back with 'accountctl pull \(account)', then switch to it (or set replication.litestream.onCreate: pull to pull on switch)",
                 account: account.rawValue, file: shown)
         case .pull:
-            let puller = ReplicaPull(root: root, replica: current.replica, litestream: current.litestream(runs: runs))
+            let puller = try self.puller()
             let outcome = try await store.pull(account, with: puller, holding: hold, on: pool)
             logger.notice(
                 "account \(account) was pulled from the replica \(shown) instead of being created (replication.litestream.onCreate: pull), at version \(outcome.version)",

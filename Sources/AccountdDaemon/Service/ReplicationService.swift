@@ -83,12 +83,27 @@ struct ReplicationService: Sendable {
             return
         }
         let control = LitestreamControl(socketPath: current.controlSocketPath)
-        if handoff && !control.isPresent {
+        if handoff { try refuseHandoffThatCannotSync(account) }
+        guard control.isPresent else {
+            logger.warning(
+                "replication: Litestream is not running (no \(current.controlSocketPath)); account \(account) goes without a final sync, and its replica keeps what was last synced",
+                metadata: ["account": "\(account)"])
+            return
+        }
+        try await finalSync(account, control: control, handoff: handoff)
+    }
+
+    /// Refuses (`storage`) a handoff whose final sync cannot happen: replication off,
+    /// Litestream not running, or running for a replica a reload replaced. Checked before the
+    /// handoff is recorded (nothing is written then) and again at the final sync.
+    func refuseHandoffThatCannotSync(_ account: AccountName) throws {
+        guard let current = settings.current else {
+            throw Self.noHandoff(account, "this daemon runs without replication (replication.litestream.replica is not set)")
+        }
+        guard LitestreamControl(socketPath: current.controlSocketPath).isPresent else {
             throw Self.noHandoff(account, "Litestream is not running (no \(current.controlSocketPath)); start accountd-litestream")
         }
-        if handoff, let running = LitestreamStateReset(root: root).recordedStore(),
-            running != ReplicaAddress.storeIdentity(current.replica.base)
-        {
+        if let running = LitestreamStateReset(root: root).recordedStore(), running != ReplicaAddress.storeIdentity(current.replica.base) {
             // A reload changed the replica, and Litestream, which reads its configuration only
             // when it starts, still ships to the one `accountd prepare-litestream` recorded:
             // the final sync would reach the old replica, not the one the handoff names.
@@ -97,12 +112,10 @@ struct ReplicationService: Sendable {
                 "Litestream still runs with the replica it was started for, and the configuration names another since a reload; "
                     + "restart it first ('systemctl restart accountd-litestream', step 3 of changing the replica in docs/REPLICATION.md), then hand off again")
         }
-        guard control.isPresent else {
-            logger.warning(
-                "replication: Litestream is not running (no \(current.controlSocketPath)); account \(account) goes without a final sync, and its replica keeps what was last synced",
-                metadata: ["account": "\(account)"])
-            return
-        }
+    }
+
+    /// Litestream's final sync of `account` and its letting the file go (``release(_:handoff:)``).
+    private func finalSync(_ account: AccountName, control: LitestreamControl, handoff: Bool) async throws {
         let path = root.accountPath(account)
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
@@ -215,7 +228,13 @@ struct ReplicationService: Sendable {
         // waiting for a frozen store is as much at risk as an account's).
         let device =
             deviceHeldBack ? heldBack : FileManager.default.fileExists(atPath: root.devicePath) ? entry(Self.deviceName, path: root.devicePath) : nil
-        return ReplicationReply(enabled: true, replica: replica, litestream: true, accounts: entries, device: device, lagThresholdSeconds: threshold)
+        // Between a reload that changed the replica and Litestream's restart, Litestream's
+        // uploads still go to the store it was started for (hostile33f #5).
+        let running = LitestreamStateReset(root: root).recordedStore()
+        let stale = running.flatMap { $0 == ReplicaAddress.storeIdentity(current.replica.base) ? nil : $0 }
+        return ReplicationReply(
+            enabled: true, replica: replica, litestream: true, accounts: entries, device: device, lagThresholdSeconds: threshold,
+            litestreamReplica: stale)
     }
 
     /// How `device.sqlite` is named in the `Replication` reply.
@@ -268,12 +287,16 @@ struct ReplicationService: Sendable {
     /// host's for a move) in place of the configured one when given.
     ///
     /// - Throws: a `ProtocolError` (`InvalidRequest`) when replication is off.
-    func puller(replica: String? = nil) throws -> ReplicaPull {
+    func puller(replica: String? = nil, reclaim: Bool = false) throws -> ReplicaPull {
         guard let current = settings.current else {
             throw ProtocolError(
                 .invalidRequest, "this daemon runs without replication (replication.litestream.replica is not set), so there is no replica to pull from")
         }
-        return ReplicaPull(
+        var puller = ReplicaPull(
             root: root, replica: replica.map { ReplicaURL(base: $0) } ?? current.replica, litestream: current.litestream(runs: runs))
+        // A copy handed off from this host's own replica is refused unless reclaimed (HandoffMark).
+        puller.home = current.replica.base
+        puller.reclaim = reclaim
+        return puller
     }
 }

@@ -23,7 +23,7 @@ extension Command {
             if let replica, let problem = ReplicaAddress.problem(in: replica) {
                 throw .invalidParameter("replica", "\"replica\" cannot be used: \(problem); nothing was changed")
             }
-            self = .pull(account: try parameters.requiredAccount(), replica: replica)
+            self = .pull(account: try parameters.requiredAccount(), replica: replica, reclaim: try parameters.bool("reclaim") ?? false)
         case .importAccount:
             let path = try parameters.requiredString("path")
             guard path.hasPrefix("/"), path.utf8.count <= 4096, !path.utf8.contains(0) else {
@@ -108,9 +108,10 @@ extension Command {
         }
         switch self {
         case .info, .ping, .watch, .metrics, .replication: break
-        case .pull(let name, let replica):
+        case .pull(let name, let replica, let reclaim):
             account(name)
             if let replica { pairs.append(("replica", .string(replica))) }
+            if reclaim { pairs.append(("reclaim", true)) }
         case .importAccount(let name, let path, let rebind, let overReplica):
             account(name)
             pairs.append(("path", .string(path)))

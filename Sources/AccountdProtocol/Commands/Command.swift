@@ -54,8 +54,9 @@ public enum Command: Sendable, Hashable {
     /// `Replication`: each account's replication, as Litestream reports it.
     case replication
     /// `Pull`: bring an account from the Litestream replica, or from `replica` (another base
-    /// URL, the old host's); refused when it exists here.
-    case pull(account: AccountName, replica: String? = nil)
+    /// URL, the old host's); refused when it exists here. `reclaim` takes a copy marked as
+    /// handed off from this host's own replica all the same.
+    case pull(account: AccountName, replica: String? = nil, reclaim: Bool = false)
     /// `Import`: bring an exported or copied-off file back as a new account; `overReplica`
     /// imports it even when the replica holds the account (the import then becomes the
     /// replica's newest state).

@@ -1,7 +1,7 @@
 /// The reply to `Replication`: whether the daemon replicates with Litestream, where to,
 /// and each account's replication as Litestream reports it.
 public struct ReplicationReply: ReplyModel {
-    enum Key: String { case enabled, replica, litestream, accounts, device, lagThresholdSeconds, worstSecondsBehind, behind }
+    enum Key: String { case enabled, replica, litestream, accounts, device, lagThresholdSeconds, worstSecondsBehind, behind, litestreamReplica }
 
     /// Whether `replication.litestream.replica` is set.
     public var enabled: Bool
@@ -19,6 +19,11 @@ public struct ReplicationReply: ReplyModel {
     /// How far behind (seconds since the replica last had everything) an account may be
     /// before its status is `behind`; nil when replication is off.
     public var lagThresholdSeconds: Double?
+    /// The store Litestream was started for (as `accountd prepare-litestream` recorded it:
+    /// no user name or password), when it is not ``replica``'s: a reload changed the replica
+    /// and Litestream, which reads its configuration only when it starts, still ships there
+    /// until it is restarted. Nil otherwise.
+    public var litestreamReplica: String?
 
     /// The worst lag among the accounts and `device.sqlite`: the most seconds any of them has
     /// not reached the replica. Nil when none has a lag to report.
@@ -30,7 +35,7 @@ public struct ReplicationReply: ReplyModel {
 
     public init(
         enabled: Bool, replica: String?, litestream: Bool, accounts: [ReplicationAccount], device: ReplicationAccount? = nil,
-        lagThresholdSeconds: Double? = nil
+        lagThresholdSeconds: Double? = nil, litestreamReplica: String? = nil
     ) {
         self.enabled = enabled
         self.replica = replica
@@ -38,6 +43,7 @@ public struct ReplicationReply: ReplyModel {
         self.accounts = accounts
         self.device = device
         self.lagThresholdSeconds = lagThresholdSeconds
+        self.litestreamReplica = litestreamReplica
     }
 
     public init(parameters: JSONValue) throws(ReplyDecodingError) {
@@ -48,6 +54,7 @@ public struct ReplicationReply: ReplyModel {
         accounts = try reader.array(Key.accounts, ReplicationAccount.init)
         device = try reader.optionalObject(Key.device, ReplicationAccount.init)
         lagThresholdSeconds = reader.has(Key.lagThresholdSeconds) ? try reader.double(Key.lagThresholdSeconds) : nil
+        litestreamReplica = try reader.optionalString(Key.litestreamReplica)
     }
 
     public var parameters: JSONValue {
@@ -60,6 +67,7 @@ public struct ReplicationReply: ReplyModel {
         object.addIfPresent(Key.lagThresholdSeconds, lagThresholdSeconds.map { .double($0) })
         object.addIfPresent(Key.worstSecondsBehind, worstSecondsBehind.map { .double(($0 * 1000).rounded() / 1000) })
         if enabled { object.add(Key.behind, .int(Int64(behind))) }
+        object.addIfPresent(Key.litestreamReplica, litestreamReplica.map { .string($0) })
         return object.value
     }
 }

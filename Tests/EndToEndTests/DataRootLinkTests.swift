@@ -145,6 +145,22 @@ import Testing
         return litestream
     }
 
+    /// hostile33f: a pull refused because `tmp/` is a link left its staging folder in `accounts/`.
+    @Test(.enabled(if: TestLitestream.path != nil, Comment(rawValue: TestLitestream.skipReason)))
+    func aPullRefusedForALinkedTmpLeavesNoStagingFolder() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let daemon = try E2E.replicatingDaemon(
+            directory: dir.sub("host"), bundle: bundle, replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
+        try FileManager.default.createDirectory(atPath: dir.sub("elsewhere"), withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: daemon.dataRoot + "/tmp")
+        try FileManager.default.createSymbolicLink(atPath: daemon.dataRoot + "/tmp", withDestinationPath: dir.sub("elsewhere"))
+        let pull = try E2E.accountctl(["pull", "carol"], socket: daemon.socket)
+        #expect(pull.status == 1 && pull.stderr.contains("tmp"), "\(pull.stdout) \(pull.stderr)")
+        #expect(Hostile.listing(daemon.dataRoot + "/accounts").filter { $0.contains("carol") } == [], "left in accounts/")
+        #expect(Hostile.listing(dir.sub("elsewhere")) == [], "written through the link")
+    }
+
     /// Finding 5: the pull made the staging file 0600 with `chmod` before it checked for a
     /// link, so a link planted there changed the mode of the file it pointed to.
     @Test func aPullNeverChangesTheModeOfWhatALinkPointsTo() throws {

@@ -147,4 +147,39 @@ struct RestoreAtPrecisionTests {
         #expect(FileManager.default.fileExists(atPath: once), "the stand-in never failed a restore")
         #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item ORDER BY id;") == "one")
     }
+
+    /// hostile33f: a replica state that is not a sound account file was refused in words about
+    /// the account here ("is not usable … move the file aside") and named a staging copy
+    /// already removed; the refusal speaks of the replica's state, and the account is untouched.
+    @Test func aDamagedReplicaStateIsRefusedAsTheReplicas() throws {
+        let dir = TestDirectory()
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let damaged = dir.sub("litestream-damaged")
+        try Files.write(
+            """
+            #!/bin/sh
+            case " $* " in
+            *" -dry-run "*) ;;
+            *" restore "*)
+                while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
+                head -c 8192 /dev/urandom > "$out"; echo '{"txid":"0000000000000001"}'; exit 0 ;;
+            esac
+            exec '\(TestLitestream.path!)' "$@"
+
+            """, to: damaged)
+        #expect(chmod(damaged, 0o755) == 0)
+        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
+        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = damaged
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
+        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+        let refused = try E2E.accountctl(["restore", "alice", "--at", ObjectStoreReplicationTests.rfc3339(Date())], socket: daemon.socket)
+        #expect(refused.status != 0 && refused.stderr.contains("replica's state") && refused.stderr.contains("was not changed"), "\(refused)")
+        #expect(!refused.stderr.contains("move the file aside") && !refused.stderr.contains(".rewinding"), "\(refused.stderr)")
+        #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item;") == "one")
+    }
 }

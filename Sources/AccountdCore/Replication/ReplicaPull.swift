@@ -77,11 +77,17 @@ public struct ReplicaPull: Sendable {
         // this one leaves goes in finish or discard, without following a link. Litestream
         // writes into a private folder made afresh: no name it writes through can be planted.
         let temp = try root.makeLitestreamStaging(account, .pulling)
-        let config = try writeConfiguration(replica.account(account))
-        // Litestream run as the data root's owner (root running the offline tool) must reach
-        // its configuration and folder.
-        if litestream.user != nil { try root.keepOwner() }
-        return Staged(account: account, source: replica.account(account), temp: temp, config: config)
+        do {
+            let config = try writeConfiguration(replica.account(account))
+            // Litestream run as the data root's owner (root running the offline tool) must reach
+            // its configuration and folder.
+            if litestream.user != nil { try root.keepOwner() }
+            return Staged(account: account, source: replica.account(account), temp: temp, config: config)
+        } catch {
+            // Nothing staged is left behind (a `tmp/` that is a link refuses the configuration).
+            try? root.clearStaging(account, .pulling)
+            throw error
+        }
     }
 
     /// A pull's second step: `litestream restore` of the replica into the staging file.

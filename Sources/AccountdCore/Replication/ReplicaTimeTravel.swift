@@ -78,11 +78,22 @@ public struct ReplicaTimeTravel: Sendable {
                     "litestream restore of account \(account) at \(timestamp) from \(shown) failed (exit status \(run.status)): \(replica.redact(run.errors.trimmingCharacters(in: .whitespacesAndNewlines))); nothing was changed",
                     account: account.rawValue, file: shown)
             }
-            let facts = try await blocking.run {
-                try Self.makePrivate(account, temp)
-                let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
-                try accept(facts.version, facts.lastCompatibleVersion)
-                return facts
+            let facts: AccountFacts
+            do {
+                facts = try await blocking.run {
+                    try Self.makePrivate(account, temp)
+                    let facts = try AccountInspector.inspect(path: temp, account: account, deep: false)
+                    try accept(facts.version, facts.lastCompatibleVersion)
+                    return facts
+                }
+            } catch let error as AccountdError where error.reason != nil {
+                // Said of the replica's state, not of the account here, which is untouched.
+                var refusal = error
+                refusal.message =
+                    "the replica's state of account \(account) at \(timestamp) (\(shown)) was refused: it \(error.reason ?? "is not usable"). "
+                    + "That copy was removed and account \(account) here was not changed. Restore at another time, or check the replica"
+                refusal.file = shown
+                throw refusal
             }
             let txid = (try? JSONParser.parse(run.output)).flatMap { $0["txid"]?.stringValue }
             return Fetched(path: temp, at: stateTime, txid: txid, version: facts.version)

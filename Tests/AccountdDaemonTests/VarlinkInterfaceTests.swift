@@ -85,7 +85,7 @@ import Testing
                     enabled: true, replica: "file:///srv/replica", litestream: true,
                     accounts: [ReplicationAccount(account: "alice", replicated: true, status: "replicating", lastSyncAt: "2026-01-01T00:00:00Z", secondsBehind: 0.5)],
                     device: ReplicationAccount(account: "device.sqlite", replicated: true, status: "replicating", lastSyncAt: nil, secondsBehind: 0.2),
-                    lagThresholdSeconds: 5)
+                    lagThresholdSeconds: 5, litestreamReplica: "file:///srv/old-replica")
             ],
             .pull: [PullReply(account: "alice", version: 3, sizeBytes: 4096, txid: "0000000000000004")],
             .watch: [

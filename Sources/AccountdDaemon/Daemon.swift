@@ -48,6 +48,16 @@ public enum Daemon {
         } catch {
             logger.warning("\(error)")
         }
+        // A pull that ended a handoff and was interrupted after its link: the account is here.
+        do {
+            for account in try HandoffMark.finishInterruptedPulls(root) {
+                logger.notice(
+                    "start-up: a pull of account \(account) that ended its handoff was interrupted by a crash after the file was put in place; the handoff record is erased and this host serves the account",
+                    metadata: ["account": "\(account)"])
+            }
+        } catch {
+            logger.warning("\(error)")
+        }
         root.ensureTemporaryFolder()
         let bundle = try loadBundle(settings, logger: logger)
         let stores = Reloadable(AccountStore(root: root, bundle: bundle, options: settings.storeOptions))

@@ -197,8 +197,12 @@ struct MoveTests {
         _ = try client.callOne("switch other")
         try ReplicationTests.set(client, "last", "word", account: "alice")
         #expect(a.litestream.waitUntilReplicating(a.daemon.accountPath("alice")), "\(a.litestream.log.suffix(2000))")
-        // What a crash right after the record leaves: the record, and the file.
+        // What a crash right after the record leaves: the mark in the file (written first), the
+        // record, and the file.
         a.daemon.stop(signal: SIGKILL)
+        _ = try E2E.sql(
+            a.daemon.accountPath("alice"),
+            #"INSERT OR REPLACE INTO accountd_meta(key, value) VALUES ('handed_off_from', '{"replica":"\#(a.replica)","at":"2026-11-26T12:00:00.000Z"}');"#)
         try FileManager.default.createDirectory(atPath: a.daemon.dataRoot + "/moved", withIntermediateDirectories: true)
         try Files.write(
             #"{"account":"alice","handedOffAt":"2026-11-26T12:00:00.000Z","replica":"\#(a.replica)"}"# + "\n", to: a.daemon.dataRoot + "/moved/alice")

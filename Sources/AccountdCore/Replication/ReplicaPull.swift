@@ -198,7 +198,7 @@ public struct ReplicaPull: Sendable {
     /// ``reclaim``: this host (or the one it replaces after a machine loss) handed the account
     /// off, and another host may serve it now.
     private func refuseOwnHandoff(_ account: AccountName, mark: HandoffMark.Mark, from shown: String) throws {
-        guard !reclaim, ReplicaAddress.sameStore(mark.replica, replica.base), home.map({ ReplicaAddress.sameStore($0, replica.base) }) ?? true else {
+        guard !reclaim, HandoffMark.sameReplica(mark.replica, replica.base), home.map({ HandoffMark.sameReplica($0, replica.base) }) ?? true else {
             return
         }
         throw AccountdError(

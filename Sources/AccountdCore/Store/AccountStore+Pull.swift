@@ -85,13 +85,15 @@ extension AccountStore {
             // Before the record: an unlocked read that checked before it must check again.
             locks.changed()
             let now = Date()
-            try root.recordHandoff(account, replica: replica, at: now)
-            // In the file too, before the final sync ships it: the replica's newest state says
-            // it was handed off, wherever this host's own record is lost (``HandoffMark``).
+            // In the file first, before the final sync ships it: the replica's newest state says
+            // it was handed off, wherever this host's own record is lost (``HandoffMark``). A
+            // record beside a file without the mark is then always a pull that a crash
+            // interrupted after its link (``HandoffMark/finishInterruptedPulls(_:)``).
+            try HandoffMark.write(path, replica: replica, at: now, busy: options.lockTimeout)
             do {
-                try HandoffMark.write(path, replica: replica, at: now, busy: options.lockTimeout)
+                try root.recordHandoff(account, replica: replica, at: now)
             } catch {
-                if !already { try? root.eraseHandoff(account) }
+                if !already { try? HandoffMark.remove(path, busy: options.lockTimeout) }
                 throw error
             }
             locks.changed()
@@ -138,7 +140,7 @@ extension AccountStore {
         }
         // The same store however it is spelled (``ReplicaAddress/storeIdentity(_:)``): a trailing
         // slash, `localhost`, another parameter order must not open the fence.
-        if let handedTo = record?.replica, !ReplicaAddress.sameStore(handedTo, replica.base) { return }
+        if let handedTo = record?.replica, !HandoffMark.sameReplica(handedTo, replica.base) { return }
         let when = record.map { " at \($0.at)" } ?? ""
         throw AccountdError(
             .accountMoved,

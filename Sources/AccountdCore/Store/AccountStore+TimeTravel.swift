@@ -24,8 +24,21 @@ extension AccountStore {
         _ account: AccountName, at: Date, from traveller: ReplicaTimeTravel, reclaim: Bool = false, holding hold: AccountHold,
         on blocking: some BlockingRunner
     ) async throws -> (fetched: ReplicaTimeTravel.Fetched, saved: SnapshotInfo?) {
-        // A linked folder or a handoff is refused before Litestream runs, as under the lock.
-        try await blocking.run { try self.underLock(account, holding: hold, allowingMoved: reclaim) {} }
+        // A linked folder or a handoff is refused before Litestream runs, as under the lock; and
+        // an account with no file here (a rebuilt host) is brought back by a pull, which checks
+        // the replica's handoff mark, not by a restore at a time, unless reclaimed (hostile33g #1).
+        try await blocking.run {
+            try self.underLock(account, holding: hold, allowingMoved: reclaim) {
+                guard reclaim || FileSystem.entry(at: self.root.accountPath(account)) != .missing else {
+                    throw AccountdError(
+                        .accountNotFound,
+                        "account \(account) has no file here, so there is nothing to restore at a time: bring it back with 'accountctl pull \(account)' "
+                            + "(it refuses a copy handed off to another host), then restore it at the time; or restore it from the replica at that time "
+                            + "anyway with --reclaim, whatever another host holds. Nothing was changed",
+                        account: account.rawValue, file: self.root.accountPath(account))
+                }
+            }
+        }
         let fetched = try await traveller.fetch(account, at: at, on: blocking) { [self] version, lastCompatible in
             let facts = AccountFacts(version: version, lastCompatibleVersion: lastCompatible, createdAt: nil, applied: [])
             guard isUsable(facts) else { throw tooNew(account, facts) }

@@ -52,6 +52,56 @@ public enum HandoffMark {
         return Mark(replica: replica, at: parsed["at"]?.stringValue ?? "an unknown time")
     }
 
+    /// Whether two replica URLs name one replica, for the handoff's fence: the same store
+    /// however the URL is spelled (``ReplicaAddress/sameStore(_:_:)``), and for `file://` the
+    /// same folder however it is reached (links resolved, where the folders exist). Another
+    /// name of one store that only the network knows (a proxy on another port, a DNS alias)
+    /// counts as another store.
+    public static func sameReplica(_ one: String, _ other: String) -> Bool {
+        if ReplicaAddress.sameStore(one, other) { return true }
+        guard let first = resolvedFolder(one), let second = resolvedFolder(other) else { return false }
+        return first == second
+    }
+
+    /// A `file://` URL's folder with its links resolved; nil for other schemes or a folder
+    /// that cannot be resolved.
+    private static func resolvedFolder(_ url: String) -> String? {
+        guard url.lowercased().hasPrefix("file://") else { return nil }
+        var path = String(url.dropFirst("file://".count))
+        if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<query]) }
+        path = path.removingPercentEncoding ?? path
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The mark of the file at `path`, read without writing; nil when it has none.
+    ///
+    /// - Throws: when the file cannot be read.
+    static func read(path: String) throws -> Mark? {
+        let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, readonly: true, label: "handoff-mark"))
+        defer { try? queue.close() }
+        return try queue.read { try read($0) }
+    }
+
+    /// At start: a handoff record (`moved/`) beside an account file that carries no mark is a
+    /// pull that ended the handoff and was interrupted by a crash after it linked the file
+    /// into place (a handoff writes the mark before its record): the record is erased, so the
+    /// host serves the account it holds. Returns the accounts so finished.
+    public static func finishInterruptedPulls(_ root: DataRoot) throws -> [AccountName] {
+        guard let moved = try root.folder.subfolder("moved") else { return [] }
+        var finished: [AccountName] = []
+        for name in moved.names() {
+            // Only a file read and found without a mark: one that cannot be read keeps its fence.
+            guard let account = try? AccountName(name), case .regularFile = FileSystem.entry(at: root.accountPath(account)),
+                case .some(.none) = try? read(path: root.accountPath(account))
+            else { continue }
+            try root.eraseHandoff(account)
+            finished.append(account)
+        }
+        return finished
+    }
+
     private static func change(_ path: String, busy: Duration, _ body: @escaping (Database) throws -> Void) throws {
         let queue = try DatabaseQueue(path: path, configuration: Connections.configuration(foreignKeys: false, label: "handoff-mark", busy: busy))
         defer { try? queue.close() }

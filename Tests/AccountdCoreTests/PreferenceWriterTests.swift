@@ -19,10 +19,11 @@ import Testing
     }
 
     /// A lone writer commits at once; after a commit that answered three writers, the next
-    /// waits for three, and the third ends the wait: its timer, firing late, does nothing.
+    /// waits for three, for at most half the last commit's time, and the third ends the
+    /// wait: its timer, firing late, does nothing.
     @Test func gatheringEndsWhenTheExpectedWritersHaveArrived() {
         var writer = Self.rested(after: 3, took: .microseconds(200))
-        #expect(writer.accept(10) == .gather(timer: 1, delay: .microseconds(400)))
+        #expect(writer.accept(10) == .gather(timer: 1, delay: .microseconds(100)))
         #expect(writer.accept(11) == Action.none)
         #expect(writer.accept(12) == .commit)
         #expect(writer.timerFired(1) == Action.none)
@@ -39,7 +40,7 @@ import Testing
         #expect(writer.nextBatch() == [10])
         // Changes that arrive during a commit wait for it, then gather for the writers it answered.
         #expect(writer.accept(11) == Action.none)
-        #expect(writer.committed(1, took: .microseconds(100)) == .gather(timer: 2, delay: .microseconds(200)))
+        #expect(writer.committed(1, took: .microseconds(100)) == .gather(timer: 2, delay: .microseconds(50)))
         #expect(writer.accept(12) == .commit)
     }
 
@@ -47,7 +48,7 @@ import Testing
     /// change after it is refused.
     @Test func aCloseWhileGatheringCommitsAtOnce() {
         var writer = Self.rested(after: 5, took: .microseconds(100))
-        #expect(writer.accept(10) == .gather(timer: 1, delay: .microseconds(200)))
+        #expect(writer.accept(10) == .gather(timer: 1, delay: .microseconds(50)))
         #expect(writer.close() == .commit)
         #expect(writer.accept(11) == nil)
         #expect(writer.timerFired(1) == Action.none)

@@ -128,10 +128,14 @@ struct PreferenceWriter<Item> {
     /// at once would leave them to wait for a whole commit, and the writers would settle
     /// into two groups that take turns, each commit holding half of them. So, while fewer
     /// changes are queued than writers were active, the writer waits for them, for at most
-    /// twice the last commit's time and never more than ``longestGather``; the change that
-    /// completes the count ends the wait at once. Twice, because a writer that misses this
-    /// commit waits for all of it and for the next gather: about that long. A lone writer
-    /// never waits, and nothing is acknowledged before its commit either way.
+    /// half the last commit's time and never more than ``longestGather``; the change that
+    /// completes the count ends the wait at once. Half: the writers already queued wait
+    /// for the last ones too, and on a fast disk, where a commit is a few tenths of a
+    /// millisecond and the answered writers come back over about as long, waiting for every
+    /// straggler (twice the commit, as before) cost more Sets per second than it saved
+    /// (docs/PERFORMANCE.md, "A shorter gather"); on a slow disk the wait still reaches
+    /// ``longestGather``. A lone writer never waits, and nothing is acknowledged before its
+    /// commit either way.
     private mutating func start() -> Action {
         guard groupCommit, canGather, activeWriters > 1, queue.count < activeWriters else {
             phase = .committing
@@ -139,7 +143,7 @@ struct PreferenceWriter<Item> {
         }
         timers += 1
         phase = .gathering(expected: activeWriters, timer: timers)
-        return .gather(timer: timers, delay: min(lastCommit * 2, Self.longestGather))
+        return .gather(timer: timers, delay: min(lastCommit / 2, Self.longestGather))
     }
 
     private mutating func finish() -> Action {

@@ -1,6 +1,7 @@
 import AccountdCore
 import AccountdProtocol
 import NIOCore
+import Synchronization
 
 extension Dispatcher {
     /// Where a preference request's values live, the account resolved.
@@ -60,24 +61,45 @@ extension Dispatcher {
         } catch {
             return finish(call, .failure(error), writer: writer)
         }
-        let loop = writer.loop
-        let bound = NIOLoopBound(writer, eventLoop: loop)
+        let answers = loopAnswers(for: writer)
+        let bound = NIOLoopBound(writer, eventLoop: writer.loop)
         table.apply(change) { result in
-            // On the committing thread: nothing but the hop back.
-            loop.execute {
-                let writer = bound.value
-                if case .failure(let error) = result, error is PreferenceDatabase.Closed, let account = place.account {
-                    // The retry is for this account, even if another is active by then.
-                    let command = call.command.naming(account)
-                    let retry = Call(command: command, more: call.more, peer: call.peer, received: call.received, oneway: call.oneway)
-                    _ = task(retry, writer) { _ in try await self.change(command) }
-                    return
-                }
-                finish(call, Result { try changed(place, change, existed: result.get()) }, writer: writer)
-                writer.requestEnded()
-            }
+            // On the committing thread: nothing but the hand-over to the loop, which takes the
+            // commit's answers for its connections together (``LoopAnswers``).
+            answers.post(LoopAnswers.Answer(dispatcher: self, writer: bound, call: call, place: place, change: change, result: result))
         }
         return .running
+    }
+
+    /// Ends a Set or Delete that its group commit answered, on its connection's event loop:
+    /// its reply, event and count, or, when a switch or restore closed the account's table
+    /// first, the same change in a task that waits for it and tries again.
+    func answered(_ answer: LoopAnswers.Answer) {
+        let writer = answer.writer.value
+        let call = answer.call
+        if case .failure(let error) = answer.result, error is PreferenceDatabase.Closed, let account = answer.place.account {
+            // The retry is for this account, even if another is active by then.
+            let command = call.command.naming(account)
+            let retry = Call(command: command, more: call.more, peer: call.peer, received: call.received, oneway: call.oneway)
+            _ = task(retry, writer) { _ in try await self.change(command) }
+            return
+        }
+        finish(call, Result { try changed(answer.place, answer.change, existed: answer.result.get()) }, writer: writer)
+        writer.requestEnded()
+    }
+
+    /// The queue of group-commit answers for `writer`'s event loop, one per loop, made on first use.
+    private func loopAnswers(for writer: ConnectionWriter) -> LoopAnswers {
+        if let known = writer.commitAnswers { return known }
+        let loop = writer.loop
+        let answers = answerQueues.withLock { queues in
+            if let known = queues[ObjectIdentifier(loop)] { return known }
+            let made = LoopAnswers(loop: loop)
+            queues[ObjectIdentifier(loop)] = made
+            return made
+        }
+        writer.commitAnswers = answers
+        return answers
     }
 
     /// Set or Delete, opening the account's table when needed.

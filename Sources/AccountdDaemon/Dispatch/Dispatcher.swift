@@ -2,6 +2,7 @@ import AccountdCore
 import AccountdProtocol
 import Logging
 import NIOCore
+import Synchronization
 
 /// The daemon's one responder: every request, on either socket, goes through
 /// ``respond(to:peer:framing:writer:)``, and nothing else answers a request.
@@ -23,12 +24,25 @@ import NIOCore
 /// A request the connection refuses by its state (the daemon is stopping, the connection
 /// watches, the line is too large) is not decoded at all (``refuse(_:line:framing:writer:)``),
 /// and ends in the same funnel.
-struct Dispatcher: Sendable {
+///
+/// A class, not a struct: every closure that ends a request (a group commit's answer, a
+/// task's end) captures it, and a struct's copy retained each of its services and its
+/// logger's parts, on the thread that commits as much as on the event loops.
+final class Dispatcher: Sendable {
     let services: Services
     let policy: Reloadable<AccessPolicy>
     let logger: Logger
     /// How many accounts `Migrate` works on at once.
     let migrateConcurrency: Int
+    /// Each event loop's queue of group-commit answers (``LoopAnswers``), made on first use.
+    let answerQueues = Mutex<[ObjectIdentifier: LoopAnswers]>([:])
+
+    init(services: Services, policy: Reloadable<AccessPolicy>, logger: Logger, migrateConcurrency: Int) {
+        self.services = services
+        self.policy = policy
+        self.logger = logger
+        self.migrateConcurrency = migrateConcurrency
+    }
 
     /// A decoded request: what it asks for, who asks, and how its replies are taken.
     struct Call: Sendable {
@@ -103,7 +117,7 @@ struct Dispatcher: Sendable {
             status.bundleCheckSeconds = services.bundleCheckSeconds.map { Int($0) }
             return finish(call, .success(Reply(status)), writer: writer)
         case .status(let account?):
-            return task(call, writer) { _ in
+            return task(call, writer) { [self] _ in
                 let (status, disk) = try await services.switching.accountStatus(account)
                 var reply = AccountStatusReply(status)
                 reply.disk = disk
@@ -115,7 +129,7 @@ struct Dispatcher: Sendable {
             return call.oneway ? .answered : .watching
         case .get, .keys:
             do {
-                guard let reply = try readAtOnce(call.command) else { return task(call, writer) { _ in try await read(call.command) } }
+                guard let reply = try readAtOnce(call.command) else { return task(call, writer) { [self] _ in try await read(call.command) } }
                 return finish(call, .success(reply), writer: writer)
             } catch {
                 return finish(call, .failure(error), writer: writer)
@@ -123,32 +137,32 @@ struct Dispatcher: Sendable {
         case .set, .delete:
             return change(call, writer: writer)
         case .list(let details):
-            return task(call, writer) { replies in try await list(details: details, peer: call.peer, writer: replies) }
+            return task(call, writer) { [self] replies in try await list(details: details, peer: call.peer, writer: replies) }
         case .switchAccount(let account, let create):
-            return task(call, writer) { replies in
+            return task(call, writer) { [self] replies in
                 try await switchAccount(account, create: create, peer: call.peer, more: call.more, writer: replies)
             }
         case .migrate(let target, let rollout):
-            return task(call, writer) { replies in try await migrate(target, rollout: rollout, more: call.more, writer: replies) }
+            return task(call, writer) { [self] replies in try await migrate(target, rollout: rollout, more: call.more, writer: replies) }
         case .export(let account, let format):
-            return task(call, writer) { replies in try await export(account, format: format, peer: call.peer, writer: replies) }
+            return task(call, writer) { [self] replies in try await export(account, format: format, peer: call.peer, writer: replies) }
         case .verify(let account):
-            return task(call, writer) { _ in Reply(VerifyResult(try await services.maintenance.verify(account))) }
+            return task(call, writer) { [self] _ in Reply(VerifyResult(try await services.maintenance.verify(account))) }
         case .plan(let account):
-            return task(call, writer) { _ in Reply(PlanReply(try await services.maintenance.plan(account))) }
+            return task(call, writer) { [self] _ in Reply(PlanReply(try await services.maintenance.plan(account))) }
         case .snapshots(let account):
-            return task(call, writer) { _ in try await snapshots(account) }
+            return task(call, writer) { [self] _ in try await snapshots(account) }
         case .restore(let account, let snapshot, let at, let reclaim):
-            return task(call, writer) { _ in
+            return task(call, writer) { [self] _ in
                 if let at { return try await restore(account, at: at, reclaim: reclaim) }
                 return try await restore(account, snapshot: snapshot, reclaim: reclaim)
             }
         case .snapshot(let account, let label):
-            return task(call, writer) { _ in Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))) }
+            return task(call, writer) { [self] _ in Reply(SnapshotEntry(try await services.maintenance.snapshot(account, label: label))) }
         case .remove(let account, let purge, let handoff):
-            return task(call, writer) { _ in try await remove(account, purge: purge, handoff: handoff, caller: call.peer.uid) }
+            return task(call, writer) { [self] _ in try await remove(account, purge: purge, handoff: handoff, caller: call.peer.uid) }
         case .metrics:
-            return task(call, writer) { _ in
+            return task(call, writer) { [self] _ in
                 let services = services
                 // The replication gauges, read now (through the shared look-up, within its deadline).
                 if services.replication.settings.current != nil {
@@ -160,11 +174,11 @@ struct Dispatcher: Sendable {
                 return Reply(MetricsReply(text: metricsText(text, for: call.peer)))
             }
         case .replication:
-            return task(call, writer) { _ in Reply(try await services.maintenance.replication(include: readable(by: call.peer))) }
+            return task(call, writer) { [self] _ in Reply(try await services.maintenance.replication(include: readable(by: call.peer))) }
         case .pull(let account, let replica, let reclaim):
-            return task(call, writer) { _ in Reply(try await services.maintenance.pull(account, replica: replica, reclaim: reclaim)) }
+            return task(call, writer) { [self] _ in Reply(try await services.maintenance.pull(account, replica: replica, reclaim: reclaim)) }
         case .importAccount(let account, let path, let rebind, let overReplica):
-            return task(call, writer) { replies in
+            return task(call, writer) { [self] replies in
                 Reply(
                     try await services.maintenance.importFile(
                         account, path: path, rebind: rebind, overReplica: overReplica, caller: call.peer, clientGone: replies.isClientGone))
@@ -180,11 +194,11 @@ struct Dispatcher: Sendable {
                 }
                 return finish(call, answer, writer: writer)
             }
-            return task(call, writer) { replies in
+            return task(call, writer) { [self] replies in
                 try await query(account, statement, maxRows: maxRows, migrate: migrate, more: call.more, peer: call.peer, writer: replies)
             }
         case .execute(let account, let statements, let migrate):
-            return task(call, writer) { replies in try await execute(account, statements, migrate: migrate, peer: call.peer, writer: replies) }
+            return task(call, writer) { [self] replies in try await execute(account, statements, migrate: migrate, peer: call.peer, writer: replies) }
         }
     }
 
@@ -205,7 +219,7 @@ struct Dispatcher: Sendable {
             } catch {
                 outcome = .failure(error)
             }
-            loop.execute {
+            loop.execute { [self] in
                 let writer = bound.value
                 writer.requestTask = nil
                 finish(call.command.method, account: call.command.account, since: call.received, oneway: call.oneway, outcome, writer: writer)

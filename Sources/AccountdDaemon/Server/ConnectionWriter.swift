@@ -49,6 +49,9 @@ final class ConnectionWriter {
     /// The task of the request running now (``Dispatcher/task(_:_:_:)``), until it ends; the
     /// connection cancels it when it is closed at the end of shutdown's grace.
     var requestTask: Task<Void, Never>?
+    /// Where group commits hand this connection's answers to ``loop`` (shared by the loop's
+    /// connections); nil until its first Set or Delete.
+    var commitAnswers: LoopAnswers?
 
     init(loop: any EventLoop, output: any ReplyOutput) {
         self.loop = loop

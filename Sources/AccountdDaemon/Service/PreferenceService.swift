@@ -129,9 +129,10 @@ final class PreferenceService: Sendable {
         let tick = clock.add(1, ordering: .relaxed).newValue
         let target = store.targetVersion
         return accounts.withLock { entries in
-            guard entries[account]?.target == target else { return nil }
-            entries[account]?.used = tick
-            return entries[account]?.database
+            // One look-up of the account (a Set on the event loop asks this every time).
+            guard let index = entries.index(forKey: account), entries.values[index].target == target else { return nil }
+            entries.values[index].used = tick
+            return entries.values[index].database
         }
     }
 

@@ -9,6 +9,39 @@ import Testing
 /// that reported time gave an older state.
 @Suite(.enabled(if: TestLitestream.path != nil, Comment(rawValue: TestLitestream.skipReason)))
 struct RestoreAtPrecisionTests {
+    /// A daemon replicating alice (created, with the row `one`, synced) to a `file://` replica,
+    /// whose Litestream is the real one except that a restore writing a file first runs the
+    /// shell lines `onRestore` (its arguments still in `$@`; dry runs go through untouched).
+    static func hostWithLitestream(
+        _ dir: borrowing TestDirectory, onRestore: String
+    ) throws -> (daemon: DaemonProcess, litestream: LitestreamProcess, client: RawClient) {
+        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
+        let program = dir.sub("litestream-wrapped")
+        try Files.write(
+            """
+            #!/bin/sh
+            case " $* " in
+            *" -dry-run "*) ;;
+            *" restore "*)
+            \(onRestore)
+                ;;
+            esac
+            exec '\(TestLitestream.path!)' "$@"
+
+            """, to: program)
+        #expect(chmod(program, 0o755) == 0)
+        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
+        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = program
+        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
+        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
+        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").parameters["action"] == "created")
+        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
+        try litestream.syncAndWait(daemon.accountPath("alice"))
+        return (daemon, litestream, client)
+    }
+
     @Test func theReportedTimeHoldsTheStateAndGivesItBack() throws {
         let dir = TestDirectory()
         let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
@@ -53,35 +86,17 @@ struct RestoreAtPrecisionTests {
     /// daemon's restore waits at a gate between its dry runs and the restore itself.
     @Test func aChangeUploadedWhileTheRestoreRunsIsNotRestoredUnderAnOlderTime() throws {
         let dir = TestDirectory()
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
         let gate = dir.sub("gate")
         try FileManager.default.createDirectory(atPath: gate, withIntermediateDirectories: true)
-        // Litestream itself, except that the first restore that writes a file waits for `go`.
-        let gated = dir.sub("litestream-gated")
-        try Files.write(
-            """
-            #!/bin/sh
-            case " $* " in
-            *" -dry-run "*) ;;
-            *" restore "*)
+        // The first restore that writes a file waits for `go`.
+        let (daemon, litestream, _) = try Self.hostWithLitestream(
+            dir,
+            onRestore: """
                 if [ ! -e '\(gate)/reached' ]; then
                     : > '\(gate)/reached'; i=0
                     while [ ! -e '\(gate)/go' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
-                fi ;;
-            esac
-            exec '\(TestLitestream.path!)' "$@"
-
-            """, to: gated)
-        #expect(chmod(gated, 0o755) == 0)
-        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
-        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = gated
-        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
-        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
-        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
-        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
-        try litestream.syncAndWait(daemon.accountPath("alice"))
+                fi
+                """)
 
         let asked = ObjectStoreReplicationTests.rfc3339(Date().addingTimeInterval(3600))
         let first = E2E.Locked<(status: Int32, stdout: String, stderr: String)?>(nil)
@@ -116,36 +131,16 @@ struct RestoreAtPrecisionTests {
     /// is made again. Here a stand-in says so for the first restore that writes a file.
     @Test func filesRemovedBetweenThePlanAndTheRestoreArePlannedAgain() throws {
         let dir = TestDirectory()
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
         let once = dir.sub("failed-once")
-        let flaky = dir.sub("litestream-retention")
-        try Files.write(
-            """
-            #!/bin/sh
-            case " $* " in
-            *" -dry-run "*) ;;
-            *" restore "*)
-                if [ ! -e '\(once)' ]; then : > '\(once)'; echo 'Error: no matching backup files available' >&2; exit 1; fi ;;
-            esac
-            exec '\(TestLitestream.path!)' "$@"
-
-            """, to: flaky)
-        #expect(chmod(flaky, 0o755) == 0)
-        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
-        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = flaky
-        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
-        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
-        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
-        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
-        try litestream.syncAndWait(daemon.accountPath("alice"))
+        let (daemon, litestream, client) = try Self.hostWithLitestream(
+            dir, onRestore: "if [ ! -e '\(once)' ]; then : > '\(once)'; echo 'Error: no matching backup files available' >&2; exit 1; fi")
         let asked = ObjectStoreReplicationTests.rfc3339(Date())
         _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('two', 2)", [])
         let restored = try E2E.accountctl(["--json", "restore", "alice", "--at", asked], socket: daemon.socket)
         #expect(restored.status == 0, "\(restored.stdout) \(restored.stderr) \(daemon.log.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: once), "the stand-in never failed a restore")
         #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item ORDER BY id;") == "one")
+        withExtendedLifetime(litestream) {}
     }
 
     /// hostile33f: a replica state that is not a sound account file was refused in words about
@@ -153,33 +148,16 @@ struct RestoreAtPrecisionTests {
     /// already removed; the refusal speaks of the replica's state, and the account is untouched.
     @Test func aDamagedReplicaStateIsRefusedAsTheReplicas() throws {
         let dir = TestDirectory()
-        let bundle = try BundleFixture.write(at: dir.sub("bundle"), steps: [ReplicationTests.createItems], names: ["create_items"])
-        let damaged = dir.sub("litestream-damaged")
-        try Files.write(
-            """
-            #!/bin/sh
-            case " $* " in
-            *" -dry-run "*) ;;
-            *" restore "*)
+        let (daemon, litestream, _) = try Self.hostWithLitestream(
+            dir,
+            onRestore: """
                 while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
-                head -c 8192 /dev/urandom > "$out"; echo '{"txid":"0000000000000001"}'; exit 0 ;;
-            esac
-            exec '\(TestLitestream.path!)' "$@"
-
-            """, to: damaged)
-        #expect(chmod(damaged, 0o755) == 0)
-        var environment = E2E.replicationEnvironment(replica: "file://" + dir.sub("replica"), runDirectory: dir.sub("run"))
-        environment["ACCOUNTD_REPLICATION_LITESTREAM_PROGRAM"] = damaged
-        try FileManager.default.createDirectory(atPath: dir.sub("host"), withIntermediateDirectories: true)
-        let daemon = try E2E.daemon(directory: dir.sub("host"), bundle: bundle, environment: environment)
-        let litestream = try LitestreamProcess(config: dir.sub("run/litestream.yml"), log: dir.sub("litestream-log"))
-        let client = try daemon.client()
-        #expect(try client.callOne("switch alice").parameters["action"] == "created")
-        _ = try MoveTests.execute(client, account: "alice", "INSERT INTO item(name, n) VALUES ('one', 1)", [])
-        try litestream.syncAndWait(daemon.accountPath("alice"))
+                head -c 8192 /dev/urandom > "$out"; echo '{"txid":"0000000000000001"}'; exit 0
+                """)
         let refused = try E2E.accountctl(["restore", "alice", "--at", ObjectStoreReplicationTests.rfc3339(Date())], socket: daemon.socket)
         #expect(refused.status != 0 && refused.stderr.contains("replica's state") && refused.stderr.contains("was not changed"), "\(refused)")
         #expect(!refused.stderr.contains("move the file aside") && !refused.stderr.contains(".rewinding"), "\(refused.stderr)")
         #expect(try E2E.sql(daemon.accountPath("alice"), "SELECT name FROM item;") == "one")
+        withExtendedLifetime(litestream) {}
     }
 }

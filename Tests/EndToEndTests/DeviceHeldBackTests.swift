@@ -9,14 +9,21 @@ import Testing
 /// answers, `device.sqlite` is pulled with its values (hostile33b N2).
 @Suite(.enabled(if: TestLitestream.path != nil, Comment(rawValue: TestLitestream.skipReason)))
 struct DeviceHeldBackTests {
-    @Test func aFreshHostWithAnUnreachableReplicaMakesNoEmptyDeviceFile() throws {
-        let dir = TestDirectory()
+    /// A replica whose `device.sqlite` holds `switch/kiosk = "lobby"`, made by a host that is
+    /// then stopped (a lost machine); the replica and the bundle.
+    static func replicaWithKioskLobby(_ dir: borrowing TestDirectory) throws -> (replica: String, bundle: String) {
         let (replica, bundle, daemon, litestream) = try ReplicationTests.replicatingHost(dir)
         let set = try daemon.client().callOne(E2E.request("Set", [("namespace", "switch"), ("key", "kiosk"), ("value", "lobby")]))
         try #require(set.error == nil, "\(set)")
         try litestream.syncAndWait(daemon.dataRoot + "/device.sqlite")
         #expect(E2E.stop(daemon, timeout: 30) == 0)
         litestream.stop()
+        return (replica, bundle)
+    }
+
+    @Test func aFreshHostWithAnUnreachableReplicaMakesNoEmptyDeviceFile() throws {
+        let dir = TestDirectory()
+        let (replica, bundle) = try Self.replicaWithKioskLobby(dir)
 
         // Host B's litestream fails (the store cannot be reached) until `reachable` exists.
         let reachable = dir.sub("reachable")
@@ -51,12 +58,7 @@ struct DeviceHeldBackTests {
     /// `device.sqlite` row meanwhile and exited 0.
     @Test func aReloadThatMendsTheReplicaBringsDeviceSqliteBack() throws {
         let dir = TestDirectory()
-        let (replica, bundle, daemon, litestream) = try ReplicationTests.replicatingHost(dir)
-        let set = try daemon.client().callOne(E2E.request("Set", [("namespace", "switch"), ("key", "kiosk"), ("value", "lobby")]))
-        try #require(set.error == nil, "\(set)")
-        try litestream.syncAndWait(daemon.dataRoot + "/device.sqlite")
-        #expect(E2E.stop(daemon, timeout: 30) == 0)
-        litestream.stop()
+        let (replica, bundle) = try Self.replicaWithKioskLobby(dir)
 
         // Host B's replica is mistyped: Litestream cannot reach it.
         let program = dir.sub("mistyped-litestream")

@@ -18,21 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${1:-2000}
 WARMUP=200
-if [ -n "${2:-}" ]; then
-    BIN=$(cd "$2" && pwd)
-else
-    swift build -c release --product accountd >/dev/null
-    BIN=$(swift build -c release --show-bin-path)
-fi
-command -v valgrind >/dev/null || bash scripts/install-deps.sh valgrind >/dev/null
-work=$(mktemp -d /tmp/accountd-callgrind.XXXXXX)
-gcc -O2 -pthread -o "$work/loadgen" bench/loadgen.c
-gcc -O2 -shared -fPIC -o "$work/sigsuspend-shim.so" bench/sigsuspend-shim.c
-# Valgrind 3.19 cannot read the DWARF 5 debug info Swift writes: it runs a copy without it.
-strip --strip-debug -o "$work/accountd" "$BIN/accountd"
-pid=
-cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+. bench/callgrind-setup.sh
+callgrind_setup "${2:-}" accountd-callgrind
 
 # The sample bundle; alice holds 1,000 rows in user_info.
 "$BIN/accountd" migrate --create --data-root "$work/data" --schema config/schema alice >/dev/null

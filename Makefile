@@ -102,7 +102,6 @@ fuzz:
 
 ## bench: run the benchmarks and print their figures (see docs/PERFORMANCE.md)
 bench: deps
-	$(SWIFT) build -c release
 	bash bench/migrate.sh
 	bash bench/server.sh
 
@@ -137,7 +136,7 @@ install: deps $(if $(PROGRAMS),,install-build)
 	install -m 0644 config/schema/schema.sql $(DESTDIR)$(DATADIR)/schema/
 
 install-build:
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-install
+	SWIFT=$(SWIFT) bash scripts/release-build.sh --static-swift-stdlib --scratch-path .build-install >/dev/null
 
 ## man: regenerate man/accountd.8 and man/accountctl.1 from the programs' argument parsers
 ##      with swift-argument-parser's generate-manual plugin (a $(CONFIG) build in $(MAN_SCRATCH));

@@ -8,8 +8,7 @@ callgrind_setup() {
     if [ -n "${1:-}" ]; then
         BIN=$(cd "$1" && pwd)
     else
-        swift build -c release --product accountd >/dev/null
-        BIN=$(swift build -c release --show-bin-path)
+        BIN=$(bash scripts/release-build.sh --product accountd)
     fi
     command -v valgrind >/dev/null || bash scripts/install-deps.sh valgrind >/dev/null
     work=$(mktemp -d "/tmp/$2.XXXXXX")

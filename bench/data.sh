@@ -33,8 +33,7 @@ bash scripts/install-deps.sh sqlite3 bc >/dev/null
 if [ -n "${ACCOUNTD_BIN:-}" ]; then
     BIN=$(cd "$ACCOUNTD_BIN" && pwd)   # another build's accountd, measured instead of this tree's
 else
-    swift build -c release --product accountd >/dev/null
-    BIN=$(swift build -c release --show-bin-path)
+    BIN=$(bash scripts/release-build.sh --product accountd)
 fi
 work=$(mktemp -d /tmp/accountd-bench-data.XXXXXX)
 chmod 755 "$work"

@@ -12,8 +12,7 @@ SMALL=${1:-1000}
 LARGE=${2:-100000}
 ROUNDS=${3:-7}
 bash scripts/install-deps.sh sqlite3 bc >/dev/null
-swift build -c release >/dev/null
-BIN=$(swift build -c release --show-bin-path)
+BIN=$(bash scripts/release-build.sh)
 work=$(mktemp -d /tmp/accountd-fleet-startup.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -21,8 +21,12 @@ cd "$(dirname "$0")/.."
 ACCOUNTS=${1:-1000}
 bash scripts/install-deps.sh sqlite3 bc >/dev/null
 BUILD=${BENCH_BUILD:-release}
-swift build -c "$BUILD" >/dev/null
-BIN=$(swift build -c "$BUILD" --show-bin-path)
+if [ "$BUILD" = release ]; then
+    BIN=$(bash scripts/release-build.sh)
+else
+    swift build -c "$BUILD" >/dev/null
+    BIN=$(swift build -c "$BUILD" --show-bin-path)
+fi
 work=$(mktemp -d /tmp/accountd-fleet.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }

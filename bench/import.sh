@@ -13,8 +13,7 @@ cd "$(dirname "$0")/.."
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(10000 300000 1000000)
 if [ -z "${BIN:-}" ]; then
-    swift build -c release >/dev/null
-    BIN=$(swift build -c release --show-bin-path)
+    BIN=$(bash scripts/release-build.sh)
 fi
 work=$(mktemp -d /tmp/accountd-import.XXXXXX)
 pid=

@@ -9,8 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}
 RUNS=${2:-3}
-swift build -c release --product accountd >/dev/null
-BIN=$(swift build -c release --show-bin-path)
+BIN=$(bash scripts/release-build.sh --product accountd)
 work=$(mktemp -d /tmp/accountd-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

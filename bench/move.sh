@@ -16,8 +16,7 @@ SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 100000 800000)
 [ -x "$LITESTREAM" ] || { echo "no litestream at $LITESTREAM: run 'make venv', or set LITESTREAM" >&2; exit 2; }
 if [ -z "${BIN:-}" ]; then
-    swift build -c release >/dev/null
-    BIN=$(swift build -c release --show-bin-path)
+    BIN=$(bash scripts/release-build.sh)
 fi
 work=$(mktemp -d /tmp/accountd-move.XXXXXX)
 pids=()

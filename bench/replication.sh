@@ -18,8 +18,7 @@ ACCOUNTS=${ACCOUNTS:-1000}
 IDLE_SECONDS=${IDLE_SECONDS:-30}
 [ -x "$LITESTREAM" ] || { echo "no litestream at $LITESTREAM: run 'make venv', or set LITESTREAM" >&2; exit 2; }
 if [ -z "${BIN:-}" ]; then
-    swift build -c release >/dev/null
-    BIN=$(swift build -c release --show-bin-path)
+    BIN=$(bash scripts/release-build.sh)
 fi
 work=$(mktemp -d /tmp/accountd-replication.XXXXXX)
 pids=()
@@ -56,7 +55,7 @@ for i in $(seq "$SAMPLES"); do
     while :; do
         rm -f "$work/r.sqlite"
         if "$LITESTREAM" restore -o "$work/r.sqlite" "file://$work/replica/alice.sqlite" 2>/dev/null &&
-            [ "$(sqlite3 "$work/r.sqlite" "SELECT value FROM accountd_prefs WHERE namespace = 'user' AND key = 'lag'" 2>/dev/null)" = "$i" ]; then
+            [ "$(sqlite3 "$work/r.sqlite" "SELECT value FROM accountd_prefs WHERE namespace = 'user' AND key = 'lag'")" = "$i" ]; then
             break
         fi
         sleep 0.02

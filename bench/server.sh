@@ -25,8 +25,7 @@ REPEATS=${BENCH_REPEATS:-3}       # section 5: runs of each mode, whose median i
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 bash scripts/install-deps.sh redis-server bc >/dev/null
 if [ -z "${ACCOUNTD_BIN:-}" ]; then
-    swift build -c release >/dev/null
-    ACCOUNTD_BIN=$(swift build -c release --show-bin-path)
+    ACCOUNTD_BIN=$(bash scripts/release-build.sh)
 fi
 # The builds measured, and the folder of each one's binaries.
 declare -A BIN=([current]="$(cd "$ACCOUNTD_BIN" && pwd)")

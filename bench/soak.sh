@@ -12,8 +12,7 @@ cd "$(dirname "$0")/.."
 SECONDS_TOTAL=${1:-600}
 CLIENTS=${SOAK_CLIENTS:-50}
 ACCOUNTS=${SOAK_ACCOUNTS:-200}
-swift build -c release --product accountd >/dev/null
-BIN=$(swift build -c release --show-bin-path)
+BIN=$(bash scripts/release-build.sh --product accountd)
 work=$(mktemp -d /tmp/accountd-soak.XXXXXX)
 gcc -O2 -Wall -pthread -o "$work/soak" bench/soak.c
 daemon_pid=""

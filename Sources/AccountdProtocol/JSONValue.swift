@@ -117,31 +117,39 @@ extension JSONValue {
     /// The one serialiser behind both kinds of output.
     func emit(to out: inout some JSONTextOutput) {
         switch self {
-        case .null: out.appendJSON("null")
-        case .bool(let b): out.appendJSON(b ? "true" : "false")
+        case .null: out.appendLiteral("null")
+        case .bool(let b): out.appendLiteral(b ? "true" : "false")
         case .int(let i): out.appendJSON(String(i))
         case .double(let d):
             // Swift prints the shortest text that reads back as the same Double, and keeps
             // "1.0" a real. JSON has no NaN or infinity.
-            out.appendJSON(d.isFinite ? String(d) : "null")
+            if d.isFinite { out.appendJSON(String(d)) } else { out.appendLiteral("null") }
         case .string(let s): Self.emitString(s, to: &out)
         case .array(let items):
-            out.appendJSON("[")
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.appendJSON(",") }
+            out.appendLiteral("[")
+            var first = true
+            for item in items {
+                if !first { out.appendLiteral(",") }
+                first = false
                 item.emit(to: &out)
             }
-            out.appendJSON("]")
+            out.appendLiteral("]")
         case .object(let pairs):
-            out.appendJSON("{")
-            for (index, (key, value)) in pairs.enumerated() {
-                if index > 0 { out.appendJSON(",") }
-                Self.emitString(key, to: &out)
-                out.appendJSON(":")
-                value.emit(to: &out)
-            }
-            out.appendJSON("}")
+            Self.emitObject(pairs, to: &out)
         }
+    }
+
+    /// Appends `pairs` as a JSON object. (Walked by index: iterating the pairs as tuples
+    /// looked the tuple's type up at run time for every object.)
+    static func emitObject(_ pairs: [(String, JSONValue)], to out: inout some JSONTextOutput) {
+        out.appendLiteral("{")
+        for index in pairs.indices {
+            if index > pairs.startIndex { out.appendLiteral(",") }
+            emitString(pairs[index].0, to: &out)
+            out.appendLiteral(":")
+            pairs[index].1.emit(to: &out)
+        }
+        out.appendLiteral("}")
     }
 
     static func emitString(_ s: String, to out: inout some JSONTextOutput) {
@@ -152,12 +160,12 @@ extension JSONValue {
                 !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }
             } ?? false
         if plain {
-            out.appendJSON("\"")
+            out.appendLiteral("\"")
             out.appendJSON(s)
-            out.appendJSON("\"")
+            out.appendLiteral("\"")
             return
         }
-        out.appendJSON("\"")
+        out.appendLiteral("\"")
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out.appendJSON("\\\"")
@@ -176,7 +184,7 @@ extension JSONValue {
                 }
             }
         }
-        out.appendJSON("\"")
+        out.appendLiteral("\"")
     }
 }
 
@@ -186,11 +194,14 @@ protocol JSONTextOutput {
     mutating func appendJSON(_ text: String)
     /// Appends one scalar.
     mutating func appendJSON(_ scalar: Unicode.Scalar)
+    /// Appends a piece of the syntax (a bracket, a comma, a keyword), known at compile time.
+    mutating func appendLiteral(_ literal: StaticString)
 }
 
 extension String: JSONTextOutput {
     mutating func appendJSON(_ text: String) { self += text }
     mutating func appendJSON(_ scalar: Unicode.Scalar) { unicodeScalars.append(scalar) }
+    mutating func appendLiteral(_ literal: StaticString) { self += literal.description }
 }
 
 extension Array: JSONTextOutput where Element == UInt8 {
@@ -200,4 +211,12 @@ extension Array: JSONTextOutput where Element == UInt8 {
         text.withUTF8 { append(contentsOf: $0) }
     }
     mutating func appendJSON(_ scalar: Unicode.Scalar) { append(contentsOf: String(scalar).utf8) }
+    mutating func appendLiteral(_ literal: StaticString) {
+        // The literals are ASCII and short: a single byte is appended as one.
+        if literal.utf8CodeUnitCount == 1 {
+            append(literal.utf8Start.pointee)
+        } else {
+            append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        }
+    }
 }

@@ -46,16 +46,21 @@ public struct Reply: Sendable {
     public func encode(into out: inout [UInt8]) { emit(to: &out) }
 
     private func emit(to out: inout some JSONTextOutput) {
-        out.appendJSON("{")
-        if let error {
-            out.appendJSON("\"error\":")
-            JSONValue.emitString(error.rawValue, to: &out)
-            out.appendJSON(",")
+        if error == nil, !continues, case .object(let pairs) = parameters, pairs.isEmpty {
+            // The commonest reply (a Set's, a Delete's, a Ping's), whole.
+            out.appendLiteral("{\"parameters\":{}}\n")
+            return
         }
-        out.appendJSON("\"parameters\":")
+        out.appendLiteral("{")
+        if let error {
+            out.appendLiteral("\"error\":")
+            JSONValue.emitString(error.rawValue, to: &out)
+            out.appendLiteral(",")
+        }
+        out.appendLiteral("\"parameters\":")
         parameters.emit(to: &out)
-        if continues { out.appendJSON(",\"continues\":true") }
-        out.appendJSON("}\n")
+        if continues { out.appendLiteral(",\"continues\":true") }
+        out.appendLiteral("}\n")
     }
 
     /// The human message of an error reply.

@@ -33,10 +33,10 @@ public struct Request: Sendable {
     ///   `MethodNotFound`, `InvalidParameter`, `InvalidValue` (an inline `set` whose value
     ///   is not JSON, or JSON beyond ``ValueLimits`` in either form), `InvalidAccountName`.
     public static func decode(_ line: [UInt8]) throws(ProtocolError) -> Request? {
-        guard let text = String(validatingUTF8Bytes: line) else {
+        guard String.isValidUTF8(line) else {
             throw ProtocolError(.invalidRequest, "the request is not valid UTF-8")
         }
-        var words = InlineWords(text)
+        var words = InlineWords(line)
         guard let first = words.next() else { return nil }
         if first.utf8.first == UInt8(ascii: "{") { return try decodeJSON(line) }
         let request = try decodeInline(first, then: &words)
@@ -163,7 +163,7 @@ public struct Request: Sendable {
             guard let rest = words.rest() else {
                 throw .invalidParameter("sql", "'\(method.rawValue.lowercased())' takes SQL, the rest of the line, e.g. query SELECT count(*) FROM notes")
             }
-            let text = String(Substring(rest))
+            let text = String(decoding: rest, as: UTF8.self)
             pairs =
                 method == .query
                 ? [("sql", .string(text))] : [("statements", .array([.object([("sql", .string(text))])]))]
@@ -186,27 +186,28 @@ public struct Request: Sendable {
 
 /// The words of an inline request, separated by blanks (spaces and tabs), read one at a
 /// time, so that `set` can take the rest of the line as its value without splitting it.
+///
+/// It reads the line's bytes, which the caller has found to be valid UTF-8: the separators
+/// are ASCII, so every word and the rest are valid UTF-8 too (even a word that begins with a
+/// combining mark after a blank).
 struct InlineWords {
-    private let text: String
-    private var position: String.Index
+    private let line: [UInt8]
+    private var position: Int
 
-    init(_ text: String) {
-        self.text = text
-        position = text.utf8.startIndex
+    init(_ line: [UInt8]) {
+        self.line = line
+        position = line.startIndex
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
 
     /// The next word, or nil at the end of the line.
     mutating func next() -> String? {
-        let utf8 = text.utf8
-        while position < utf8.endIndex, Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
-        guard position < utf8.endIndex else { return nil }
+        while position < line.endIndex, Self.isBlank(line[position]) { position += 1 }
+        guard position < line.endIndex else { return nil }
         let start = position
-        while position < utf8.endIndex, !Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
-        // The separators are ASCII, so the word's ends are scalar boundaries, where a String
-        // slices exactly (even inside a character: a blank then a combining mark).
-        return String(text[start..<position])
+        while position < line.endIndex, !Self.isBlank(line[position]) { position += 1 }
+        return String(decoding: line[start..<position], as: UTF8.self)
     }
 
     /// The words not read yet.
@@ -218,13 +219,12 @@ struct InlineWords {
 
     /// The rest of the line after the words read, without the blanks around it; nil when
     /// only blanks are left.
-    mutating func rest() -> Substring.UTF8View? {
-        let utf8 = text.utf8
-        while position < utf8.endIndex, Self.isBlank(utf8[position]) { utf8.formIndex(after: &position) }
-        var end = utf8.endIndex
-        while end > position, Self.isBlank(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
+    mutating func rest() -> ArraySlice<UInt8>? {
+        while position < line.endIndex, Self.isBlank(line[position]) { position += 1 }
+        var end = line.endIndex
+        while end > position, Self.isBlank(line[end - 1]) { end -= 1 }
         guard position < end else { return nil }
-        defer { position = utf8.endIndex }
-        return text[position..<end].utf8
+        defer { position = line.endIndex }
+        return line[position..<end]
     }
 }

@@ -13,3 +13,13 @@ extension String {
         self = text
     }
 }
+
+extension String {
+    /// Whether `bytes` are valid UTF-8, without making a `String` of them when they are
+    /// ASCII (nearly every request).
+    static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.allSatisfy { $0 < 0x80 } || String(validating: buffer, as: UTF8.self) != nil
+        }
+    }
+}

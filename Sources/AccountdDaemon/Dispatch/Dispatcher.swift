@@ -45,17 +45,27 @@ final class Dispatcher: Sendable {
     }
 
     /// A decoded request: what it asks for, who asks, and how its replies are taken.
-    struct Call: Sendable {
+    /// A class: a call is handed along its path (decoded, run, answered after a group
+    /// commit), and each hand-over retains one object rather than copying the command.
+    final class Call: Sendable {
         /// The command, naming the account a preference call acts on (the caller's active
         /// one when the request named none).
-        var command: Command
-        var more: Bool
+        let command: Command
+        let more: Bool
         /// Who asked, as the kernel reported it at accept.
-        var peer: PeerCredentials
+        let peer: PeerCredentials
         /// When its line was taken up: the start of its latency.
-        var received = ContinuousClock.now
+        let received: ContinuousClock.Instant
         /// The client asked for no reply (varlink's `oneway`): the call runs, its replies are dropped.
-        var oneway = false
+        let oneway: Bool
+
+        init(command: Command, more: Bool, peer: PeerCredentials, received: ContinuousClock.Instant = .now, oneway: Bool = false) {
+            self.command = command
+            self.more = more
+            self.peer = peer
+            self.received = received
+            self.oneway = oneway
+        }
     }
 
     /// What became of a request, for the connection's state: whether it is over.

@@ -68,6 +68,12 @@ enum Hostile {
     /// A client of `daemon` that has sent `set switch <key> <value>` and waits for its reply:
     /// the table is opened by a first Set, then another process holds `device.sqlite`'s write
     /// lock, so the Set's commit waits until `release` is called.
+    ///
+    /// It returns once the daemon has read the Set (``RawClient/bytesUnreadByPeer`` is 0): the
+    /// daemon starts a request in the same event-loop turn that reads its line, so the Set is
+    /// then in progress. Before it is read, the connection is idle, and a SIGTERM then closes it
+    /// with the Set unread and unanswered, as PROTOCOL.md allows ("Requests the daemon had not
+    /// yet read ... get no reply"): a test that signals at once would race the daemon's read.
     static func clientWithASetWaitingForItsCommit(
         _ daemon: DaemonProcess, key: String, value: String
     ) throws -> (client: RawClient, release: @Sendable () -> Void) {
@@ -75,6 +81,9 @@ enum Hostile {
         #expect(try client.callOne("set switch warm 1").error == nil)
         let release = try holdWriteLock(daemon.dataRoot + "/device.sqlite")
         try client.send("set switch \(key) \(value)\n")
+        let read = waitUntil(timeout: 20) { client.bytesUnreadByPeer == 0 }
+        if !read { release() }
+        try #require(read, "accountd did not read `set switch \(key)` within 20 s (\(client.bytesUnreadByPeer) bytes unread); its log:\n\(daemon.log)")
         return (client, release)
     }
 
@@ -246,6 +255,13 @@ extension RawClient {
     func waitUntilReadable(timeout: TimeInterval) -> Bool {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&descriptor, 1, Int32(timeout * 1000)) > 0
+    }
+
+    /// How many bytes this client sent that the peer has not read yet: `SIOCOUTQ` on a Unix
+    /// stream socket (Linux; the same request number as `TIOCOUTQ`); -1 when it cannot be asked.
+    var bytesUnreadByPeer: Int {
+        var count: Int32 = 0
+        return ioctl(fd, UInt(TIOCOUTQ), &count) == 0 ? Int(count) : -1
     }
 
     /// How many received bytes wait to be read (`FIONREAD`).

@@ -42,9 +42,9 @@ VENV        ?= $(CURDIR)/.build/venv
 deps:
 	@bash scripts/install-deps.sh
 
-## build: build both programs
+## build: build both programs ($(CONFIG); a release build through scripts/release-build.sh)
 build: deps
-	$(SWIFT) build -c $(CONFIG)
+	$(if $(filter release,$(CONFIG)),SWIFT="$(SWIFT)" bash scripts/release-build.sh >/dev/null,$(SWIFT) build -c $(CONFIG))
 
 ## run: build, then run accountd in the foreground on ./run/data with the sample bundle,
 ##      serving ./run/accountd.sock (line protocol) and ./run/io.accountd (varlink)
@@ -136,7 +136,7 @@ install: deps $(if $(PROGRAMS),,install-build)
 	install -m 0644 config/schema/schema.sql $(DESTDIR)$(DATADIR)/schema/
 
 install-build:
-	SWIFT=$(SWIFT) bash scripts/release-build.sh --static-swift-stdlib --scratch-path .build-install >/dev/null
+	SWIFT="$(SWIFT)" bash scripts/release-build.sh --static-swift-stdlib --scratch-path .build-install >/dev/null
 
 ## man: regenerate man/accountd.8 and man/accountctl.1 from the programs' argument parsers
 ##      with swift-argument-parser's generate-manual plugin (a $(CONFIG) build in $(MAN_SCRATCH));

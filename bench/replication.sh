@@ -55,7 +55,7 @@ for i in $(seq "$SAMPLES"); do
     while :; do
         rm -f "$work/r.sqlite"
         if "$LITESTREAM" restore -o "$work/r.sqlite" "file://$work/replica/alice.sqlite" 2>/dev/null &&
-            [ "$(sqlite3 "$work/r.sqlite" "SELECT value FROM accountd_prefs WHERE namespace = 'user' AND key = 'lag'")" = "$i" ]; then
+            [ "$(sqlite3 "$work/r.sqlite" "SELECT value FROM accountd_prefs WHERE namespace = 'user' AND key = 'lag'" 2>/dev/null)" = "$i" ]; then
             break
         fi
         sleep 0.02

@@ -20,7 +20,7 @@ import Testing
             out=""
             while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
             case "$out" in */.alice.sqlite.pulling/alice.sqlite) ;; *) echo 'store unreachable' >&2; exit 1 ;; esac
-            echo $$ > \(path).pid
+            echo $$ > \(path).pid.tmp && mv \(path).pid.tmp \(path).pid
             i=0
             while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
             echo finished > "$out"

@@ -208,7 +208,7 @@ public struct JSONParser {
         func flushRun(_ parser: JSONParser, _ end: Int, into out: inout [UInt8]) throws(Failure) {
             guard runStart < end else { return }
             let run = parser.bytes[runStart..<end]
-            guard Self.isValidUTF8(run) else {
+            guard String.isValidUTF8(run) else {
                 throw Failure(reason: "invalid UTF-8 in a string", offset: runStart)
             }
             out.append(contentsOf: run)
@@ -220,8 +220,15 @@ public struct JSONParser {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flushRun(self, index, into: &out)
+                let end = index
                 index += 1
+                // Without an escape (nearly every string), the string is its bytes as they are.
+                if out.isEmpty {
+                    let run = bytes[runStart..<end]
+                    guard String.isValidUTF8(run) else { throw Failure(reason: "invalid UTF-8 in a string", offset: runStart) }
+                    return String(decoding: run, as: UTF8.self)
+                }
+                try flushRun(self, end, into: &out)
                 return String(decoding: out, as: UTF8.self)
             }
             if byte < 0x20 { throw fail("control character in a string (escape it)") }
@@ -262,20 +269,6 @@ public struct JSONParser {
                 throw fail("invalid escape '\\\(Self.show(escape))'")
             }
             runStart = index
-        }
-    }
-
-    /// Whether `bytes` are well-formed UTF-8, without building a string.
-    private static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
-        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
-            }
         }
     }
 

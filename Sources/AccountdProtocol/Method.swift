@@ -113,7 +113,8 @@ public enum Method: String, CaseIterable, Sendable {
 
     /// Finds a method by its inline word, case-insensitively: `status`, `SWITCH`, `del`.
     public init?(inlineWord: String) {
-        guard let method = Self.byInlineWord[inlineWord.lowercased()] else { return nil }
+        // Nearly every client writes the word in lower case: it is looked up as it is first.
+        guard let method = Self.byInlineWord[inlineWord] ?? Self.byInlineWord[inlineWord.lowercased()] else { return nil }
         self = method
     }
 

@@ -12,8 +12,15 @@ extension String {
     /// over the buffer, which costs far less than the standard library's general
     /// validation, and only text with other bytes goes through it; no `String` is made.
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { buffer in
-            buffer.allSatisfy { $0 < 0x80 } || String(validating: buffer, as: UTF8.self) != nil
-        }
+        bytes.withUnsafeBufferPointer(isValidUTF8)
+    }
+
+    /// Whether `bytes`, a part of a buffer, are valid UTF-8.
+    static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer(isValidUTF8)
+    }
+
+    private static func isValidUTF8(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        buffer.allSatisfy { $0 < 0x80 } || String(validating: buffer, as: UTF8.self) != nil
     }
 }

@@ -53,6 +53,62 @@ import Testing
         #expect(replies[16].parameters["product"] == "accountd", "\(replies[16])")
     }
 
+    /// A reply of over 64 KiB (a `MethodNotFound` quoting a 100 kB method name) waits when a
+    /// task's request begins: writing it makes the channel unwritable and writable again
+    /// inside that write. The requests behind still start only after it, in order, and the
+    /// daemon stays up (it stopped on a precondition before: hostile32 F1). Any local user may
+    /// send this: `list` and an unknown method need no grant.
+    @Test func aLargeReplyAheadOfATaskNeitherStopsTheDaemonNorReordersReplies() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        let client = try daemon.client()
+        let unknown = #"{"method":"io.accountd."# + String(repeating: "X", count: 100_000) + #""}"#
+        try client.send("list\n\(unknown)\nlist\nlist\nping\n")
+        #expect(try client.readReply().parameters["count"] == 0)
+        #expect(try client.readReply().error == .methodNotFound)
+        #expect(try client.readReply().parameters["count"] == 0)
+        #expect(try client.readReply().parameters["count"] == 0)
+        #expect(try client.readReply().parameters == [:])
+        #expect(try daemon.client().callOne("ping").error == nil)
+
+        // The same with a large value read at once between two tasks, and the client's side
+        // closed after the last request: each reply in its place, none lost (hostile32 F2).
+        let setup = try daemon.client()
+        #expect(try setup.callOne("switch alice").error == nil)
+        #expect(try setup.callOne("set memory big \"" + String(repeating: "x", count: 100_000) + "\"").error == nil)
+        let pipelined = try daemon.client()
+        try pipelined.send("status alice\nget memory big\nstatus bob\nping\n")
+        pipelined.finishSending()
+        let alice = try pipelined.readReply()
+        #expect(alice.parameters["account"] == "alice", "\(alice)")
+        #expect(try pipelined.readReply().parameters["value"]?.stringValue?.count == 100_000)
+        let bob = try pipelined.readReply()
+        #expect(bob.parameters["account"] == "bob", "\(bob)")
+        #expect(try pipelined.readReply().parameters == [:])
+        #expect(try pipelined.readLine() == nil)
+    }
+
+    /// Clients that send many requests for a large value and never read: the daemon writes
+    /// each turn's replies once they pass 64 KiB, and answers nothing more while the client
+    /// does not read them, so it holds about one reply per connection, not the 32 of a
+    /// turn (hostile32 F3: 24 such connections took it from 40 MB to 914 MB).
+    @Test func clientsThatDoNotReadLargeRepliesHoldLittleMemory() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path)
+        let setup = try daemon.client()
+        #expect(try setup.callOne("set memory big \"" + String(repeating: "x", count: 1_000_000) + "\"").error == nil)
+        let before = try #require(Hostile.rssKiB(daemon.process.processIdentifier))
+        let silent = try (0..<8).map { _ in try daemon.client() }
+        for client in silent { try client.send(String(repeating: "get memory big\n", count: 64)) }
+        // A request behind theirs on another connection: once it is answered, the daemon has
+        // had its turns at theirs.
+        Thread.sleep(forTimeInterval: 2)
+        #expect(try daemon.client().callOne("ping").error == nil)
+        let grown = try #require(Hostile.rssKiB(daemon.process.processIdentifier)) - before
+        #expect(grown < 64 * 1024, "the daemon grew by \(grown / 1024) MiB for 8 connections that do not read")
+        withExtendedLifetime(silent) {}
+    }
+
     @Test func aLastRequestWithoutNewlineIsAnsweredBeforeTheConnectionCloses() throws {
         let dir = TestDirectory()
         let daemon = try DaemonProcess(directory: dir.path)

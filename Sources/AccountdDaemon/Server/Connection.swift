@@ -45,6 +45,8 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
     private let logger: Logger
 
     private var machine = ConnectionStateMachine()
+    /// Whether ``serve(_:)`` is answering requests now.
+    private var serving = false
     /// The one writer of every reply; made when the handler is added.
     private var writer: ConnectionWriter!
     /// The channel's context, for ``ReplyOutput``; nil once the handler is removed.
@@ -153,14 +155,23 @@ final class Connection: ChannelDuplexHandler, ReplyOutput {
     }
 
     /// Answers the queued requests until one runs on, the turn ends or the connection closes.
+    ///
+    /// Never twice at once: a write inside it (a task's start writes what is pending) can
+    /// make the channel unwritable and writable again, whose event comes back here through
+    /// ``carryOn(_:)`` before the request being answered has started. That inner call does
+    /// nothing: the loop below asks the machine again after each request, so it goes on with
+    /// the requests behind once the one it answers has started, in order.
     private func serve(_ context: ChannelHandlerContext) {
+        guard !serving else { return }
+        serving = true
+        defer { serving = false }
         while true {
             switch machine.next(isWritable: context.channel.isWritable) {
             case .wait:
                 return
             case .answer(let line):
                 switch dispatcher.respond(to: line, peer: peer, framing: framing, writer: writer) {
-                case .answered: break
+                case .answered: writer.flushIfFull()
                 case .running: machine.requestStarted()
                 case .watching: startWatch(context)
                 }

@@ -119,6 +119,13 @@ final class ConnectionWriter {
         return promise.futureResult
     }
 
+    /// Writes what is pending now if it is ``flushThreshold`` bytes or more, so that the
+    /// channel's writability tells whether the client reads (the connection answers nothing
+    /// more while it does not) before the next request of the same read is answered.
+    func flushIfFull() {
+        if pending.count >= Self.flushThreshold { flush() }
+    }
+
     /// Flushes once the event loop has handled every connection that is ready now (like
     /// Redis, the daemon reads what is there first and writes the answers together), or at
     /// once when ``flushThreshold`` bytes are pending.

@@ -45,6 +45,16 @@ public struct Request: Sendable {
         return request
     }
 
+    /// The method `line` names, whatever else is wrong with it; nil when it names none, or
+    /// when it is JSON that cannot be read. For counting a refused request under its method.
+    public static func method(namedIn line: [UInt8]) -> Method? {
+        var words = InlineWords(line)
+        guard let first = words.next() else { return nil }
+        guard first.utf8.first == UInt8(ascii: "{") else { return Method(inlineWord: first) }
+        guard let name = (try? JSONParser.parse(line))?["method"]?.stringValue else { return nil }
+        return Method(qualifiedName: name)
+    }
+
     private static func decodeJSON(_ line: [UInt8]) throws(ProtocolError) -> Request {
         let value = try parseObject(line)
         let name = try methodName(of: value)

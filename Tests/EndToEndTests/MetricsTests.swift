@@ -153,6 +153,23 @@ import Testing
         #expect(grown[#"accountd_requests_total{method="Watch",outcome="ok"}"#] == 1, "\(grown)")
     }
 
+    /// A Set whose value cannot be read is refused before its parameters are decoded, yet it
+    /// named its method: it counts under `Set`, not `unknown` (hostile32 F5).
+    @Test func aRequestRefusedForItsValueCountsUnderItsMethod() throws {
+        let dir = TestDirectory()
+        let daemon = try E2E.daemon(directory: dir.path)
+        defer { _ = E2E.stop(daemon) }
+        let client = try daemon.client()
+        #expect(try client.callOne("switch alice").error == nil)
+        let before = Self.samples(try Self.metrics(daemon))
+        #expect(try client.callOne("set user k notjson").error == .invalidValue)
+        #expect(try client.callOne("SET user k 99999999999999999999").error == .invalidValue)
+        let grown = Self.growth(before, Self.samples(try Self.metrics(daemon)))
+        #expect(grown[#"accountd_requests_total{method="Set",outcome="InvalidValue"}"#] == 2, "\(grown)")
+        #expect(grown[#"accountd_request_duration_seconds_count{method="Set"}"#] == 2, "\(grown)")
+        #expect(!grown.keys.contains { $0.contains(#"method="unknown""#) }, "\(grown)")
+    }
+
     @Test func theReplyIsText() throws {
         let dir = TestDirectory()
         let daemon = try E2E.daemon(directory: dir.path)

@@ -325,7 +325,9 @@ final class Dispatcher: Sendable {
             let command = try authorize(try Command(request), peer: peer)
             return .call(Call(command: command, more: request.more, peer: peer, received: received, oneway: oneway))
         } catch {
-            return .refused(error, method, received, oneway: oneway)
+            // A request refused before its method was read (a bad value of an inline Set, a
+            // varlink call asking for an upgrade) still counts under the method it names.
+            return .refused(error, method ?? Request.method(namedIn: line), received, oneway: oneway)
         }
     }
 

@@ -122,8 +122,14 @@ public struct Request: Sendable {
         func positional(_ names: [String]) throws(ProtocolError) -> [(String, JSONValue)] {
             let given = words.remaining()
             guard given.count <= names.count else {
+                guard let last = names.last else {
+                    // The method takes no words: the first extra word is what is wrong.
+                    let extra = String(given[0].prefix(128))
+                    throw ProtocolError.invalidParameter(
+                        extra, "'\(method.rawValue.lowercased())' takes no words after the method; '\(extra.prefix(64))' is not one of its parameters")
+                }
                 throw ProtocolError.invalidParameter(
-                    names.last ?? "", "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
+                    last, "'\(method.rawValue.lowercased())' takes at most \(names.count) word(s) after the method: \(names.joined(separator: " "))")
             }
             return zip(names, given).map { name, word in (name, .string(word)) }
         }

@@ -66,6 +66,17 @@ struct RequestInlineDecodingTests {
         #expect(Self.decoded(line)?.0 == method)
     }
 
+    /// A word after a method that takes none is named as the parameter that is wrong (it was
+    /// an empty name and a message ending in a colon: hostile32 F6).
+    @Test("A word after a method that takes none is named", arguments: ["ping extra", "info x y", "metrics x", "watch x"])
+    func wordAfterAMethodThatTakesNone(line: String) {
+        let error = #expect(throws: ProtocolError.self) { try Request.decode(Array(line.utf8)) }
+        let extra = String(line.split(separator: " ")[1])
+        #expect(error?.name == .invalidParameter)
+        #expect(error?[fact: "parameter"] == .string(extra), "\(String(describing: error))")
+        #expect(error?.message.contains("takes no words after the method") == true, "\(String(describing: error))")
+    }
+
     @Test func parameterWordsKeepTheirCase() {
         #expect(Self.decoded("SWITCH Alice")?.1 == ["account": "Alice"])
     }

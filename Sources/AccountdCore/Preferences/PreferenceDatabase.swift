@@ -195,6 +195,11 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.values[namespace].map { Array($0.keys) } ?? [] }.sorted()
     }
 
+    /// How many keys `namespace` holds.
+    public func keyCount(_ namespace: String) -> Int {
+        state.withLock { $0.values[namespace]?.count ?? 0 }
+    }
+
     /// How many transactions were begun since the database was opened, committed or failed:
     /// with group commit, fewer than the changes when writers overlap.
     var transactions: Int { state.withLock { $0.writer.transactions } }

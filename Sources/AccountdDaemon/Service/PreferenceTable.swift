@@ -9,6 +9,8 @@ protocol PreferenceTable: Sendable {
     func get(_ namespace: String, _ key: String) -> JSONValue?
     /// The keys set in `namespace`, sorted.
     func keys(_ namespace: String) -> [String]
+    /// How many keys are set in `namespace`.
+    func keyCount(_ namespace: String) -> Int
     /// Applies `change`; `done` gets whether the key existed before (true for a set), or the failure.
     func apply(_ change: PreferenceDatabase.Change, then done: @escaping PreferenceDatabase.Completion)
 }
@@ -22,6 +24,8 @@ final class MemoryPreferences: PreferenceTable {
     func get(_ namespace: String, _ key: String) -> JSONValue? { values.withLock { $0[namespace]?[key] } }
 
     func keys(_ namespace: String) -> [String] { values.withLock { $0[namespace].map { Array($0.keys) } ?? [] }.sorted() }
+
+    func keyCount(_ namespace: String) -> Int { values.withLock { $0[namespace]?.count ?? 0 } }
 
     /// Applies `change` at once; returns whether the key existed before.
     func apply(_ change: PreferenceDatabase.Change) -> Bool {

@@ -115,14 +115,14 @@ func answer(_ line: [UInt8], made: inout Int) {
         let isChange = request.method == .set || request.method == .delete
         if isChange && harness.statistics.requests % 2 == 1 {
             // Every other Set or Delete runs in a task even when its table is open.
-            replies = checked.check(harness.runInTask(call) { try await $0.change(call.command) }, for: request)
+            replies = checked.check(harness.runInTask(call) { dispatcher, _ in try await dispatcher.change(call.command) }, for: request)
         } else {
             let (response, bytes) = harness.respond(line)
             if response == .answered { harness.statistics.immediate += 1 } else if isChange { harness.statistics.withoutTask += 1 }
             replies = checked.check(bytes, for: request)
             // A Get or Keys answered at once and the same read in a task must agree.
             if response == .answered, request.method == .get || request.method == .keys {
-                checked.checkAgreement(atOnce: bytes, task: harness.runInTask(call) { try await $0.read(call.command) }, for: request)
+                checked.checkAgreement(atOnce: bytes, task: harness.runInTask(call) { dispatcher, replies in try await dispatcher.read(call.command, writer: replies) }, for: request)
             }
         }
     }

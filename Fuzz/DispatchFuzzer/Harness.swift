@@ -83,9 +83,9 @@ final class Harness {
 
     /// Runs `call` in a task, as the responder runs the calls that wait, whatever way it
     /// would have chosen, and returns the bytes written: `body` is the work of that task.
-    func runInTask(_ call: Dispatcher.Call, _ body: @escaping @Sendable (Dispatcher) async throws -> Reply) -> [UInt8] {
+    func runInTask(_ call: Dispatcher.Call, _ body: @escaping @Sendable (Dispatcher, ReplyWriter) async throws -> Reply?) -> [UInt8] {
         let dispatcher = daemon.dispatcher
-        return serve { writer in dispatcher.task(call, writer) { _ in try await body(dispatcher) } }.1
+        return serve { writer in dispatcher.task(call, writer) { replies in try await body(dispatcher, replies) } }.1
     }
 
     /// Runs `start` with a connection's writer on an event loop, waits until the request has

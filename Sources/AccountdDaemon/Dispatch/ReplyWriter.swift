@@ -35,7 +35,7 @@ struct ReplyWriter: Sendable {
     func send(_ reply: Reply) async throws(ClientGone) {
         try await onLoop { writer in
             writer.send(reply)
-            return writer.pendingBytes >= ConnectionWriter.flushThreshold ? writer.flushed() : nil
+            return writer.isFull ? writer.flushed() : nil
         }
     }
 
@@ -46,7 +46,7 @@ struct ReplyWriter: Sendable {
     func flush() async throws(ClientGone) {
         try await onLoop { writer in
             guard writer.pendingBytes > 0 else { return nil }
-            if writer.pendingBytes >= ConnectionWriter.flushThreshold { return writer.flushed() }
+            if writer.isFull { return writer.flushed() }
             guard writer.isActive else { return writer.loop.makeFailedFuture(ClientGone()) }
             writer.flush()
             return nil

@@ -80,6 +80,10 @@ final class ConnectionWriter {
     /// How many bytes are pending.
     var pendingBytes: Int { pending.count }
 
+    /// Whether ``flushThreshold`` bytes or more are pending: they are written now rather
+    /// than gathered further.
+    var isFull: Bool { pending.count >= Self.flushThreshold }
+
     /// Writes what is pending now.
     ///
     /// - Parameter always: write even when nothing is pending, so that `promise` completes
@@ -123,7 +127,7 @@ final class ConnectionWriter {
     /// channel's writability tells whether the client reads (the connection answers nothing
     /// more while it does not) before the next request of the same read is answered.
     func flushIfFull() {
-        if pending.count >= Self.flushThreshold { flush() }
+        if isFull { flush() }
     }
 
     /// Flushes once the event loop has handled every connection that is ready now (like
@@ -131,7 +135,7 @@ final class ConnectionWriter {
     /// once when ``flushThreshold`` bytes are pending.
     func flushSoon() {
         guard !pending.isEmpty, !flushScheduled else { return }
-        if pending.count >= Self.flushThreshold {
+        if isFull {
             flush()
             return
         }

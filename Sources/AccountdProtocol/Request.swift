@@ -51,7 +51,7 @@ public struct Request: Sendable {
         var words = InlineWords(line)
         guard let first = words.next() else { return nil }
         guard first.utf8.first == UInt8(ascii: "{") else { return Method(inlineWord: first) }
-        guard let name = (try? JSONParser.parse(line))?["method"]?.stringValue else { return nil }
+        guard let value = try? JSONParser.parse(line), let name = try? methodName(of: value) else { return nil }
         return Method(qualifiedName: name)
     }
 

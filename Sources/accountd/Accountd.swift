@@ -1,4 +1,5 @@
 import AccountdCore
+import AccountdDaemon
 import ArgumentParser
 
 /// `accountd`: serve (the default), or migrate, plan and pull accounts offline.
@@ -25,9 +26,11 @@ struct Accountd: AsyncParsableCommand {
         subcommands: [ServeCommand.self, MigrateCommand.self, PlanCommand.self, PullCommand.self, PrepareLitestreamCommand.self],
         defaultSubcommand: ServeCommand.self)
 
-    /// Sets SQLite's process-wide settings before any command opens a connection, then parses and runs.
+    /// Sets SQLite's process-wide settings before any command opens a connection, and the
+    /// number of event loops before any uses them, then parses and runs.
     static func main() async {
         SQLiteProcess.configure()
+        EventLoopCount.configure()
         await main(nil)
     }
 }

@@ -60,4 +60,30 @@ import Testing
         for waiter in waiters { try await waiter.value }
         #expect(record.order.withLock { $0 } == [1, 2, 3, 4, 5])
     }
+
+    /// `runIfFree` runs its body at once only when nobody is inside or waiting, and never
+    /// overlaps a task inside: while one is, it returns nil and the body does not run.
+    @Test func runIfFreeRunsOnlyWhenTheGateIsFree() async throws {
+        let gate = SerialGate()
+        #expect(gate.runIfFree { 1 } == 1)
+        let holding = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        let inside = Task {
+            try await gate.run {
+                holding.continuation.yield()
+                for await _ in release.stream { break }
+            }
+        }
+        for await _ in holding.stream { break }
+        let ran = Atomic(false)
+        #expect(gate.runIfFree { ran.store(true, ordering: .relaxed) } == nil)
+        let bodyRan = ran.load(ordering: .relaxed)
+        #expect(!bodyRan)
+        release.continuation.yield()
+        try await inside.value
+        // Left again: free, and a body that throws leaves it free.
+        #expect(throws: CancellationError.self) { try gate.runIfFree { throw CancellationError() } }
+        #expect(gate.runIfFree { 2 } == 2)
+        try await gate.run {}
+    }
 }

@@ -141,8 +141,9 @@ public final class SQLConnection: @unchecked Sendable {
         }
     }
 
-    /// Finalizes every statement and closes the connection (the last one to close checkpoints the WAL).
-    func close() {
+    /// Finalizes every statement and closes the connection (the last one to close checkpoints the
+    /// WAL). Blocking: on a pool thread.
+    public func close() {
         for statement in compiled.values { sqlite3_finalize(statement.handle) }
         compiled.removeAll()
         sqlite3_close_v2(handle)

@@ -168,10 +168,19 @@ public final class SQLConnectionCache: Sendable {
         checked.withLock { $0[account]?.folders = epoch }
     }
 
-    /// Closes `account`'s idle connections; those in use close when given back.
+    /// Closes `account`'s idle connections; those in use close when given back. Blocking (a
+    /// close may checkpoint): on a pool thread.
     public func close(_ account: AccountName) {
+        for connection in release(account) { connection.close() }
+    }
+
+    /// Forgets `account`'s file checks and takes its idle connections out of the cache, for
+    /// the caller to close (blocking, on a pool thread); those in use close when given back.
+    /// Not blocking: a switch learns here whether it has any connection to close before it
+    /// sends that work to the pool (most have none).
+    public func release(_ account: AccountName) -> [SQLConnection] {
         checked.withLock { $0[account] = nil }
-        let closing = state.withLock { state -> [SQLConnection] in
+        return state.withLock { state -> [SQLConnection] in
             state.generation += 1
             if state.inUse[account] != nil { state.closedAt[account] = state.generation }
             var closing: [SQLConnection] = []
@@ -182,7 +191,6 @@ public final class SQLConnectionCache: Sendable {
             }
             return closing
         }
-        for connection in closing { connection.close() }
     }
 
     /// Closes every idle connection.

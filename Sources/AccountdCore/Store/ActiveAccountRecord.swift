@@ -104,17 +104,16 @@ public final class ActiveAccountRecord: Sendable {
     public func save(_ accounts: [UInt32: AccountName]) throws {
         // Taken out for this write: nobody else writes through it meanwhile.
         let held = file.withLock { $0.take() }
-        guard var open = held, Self.isAtPath(open.descriptor, path),
-            Self.slot(accounts, generation: open.generation + 1).count <= open.slotSize
-        else {
-            // None open yet, the open file is no longer state.json (removed or replaced),
-            // or the record outgrew its slots.
+        // Made once: a record longer than the slots comes back longer than `slotSize`.
+        let slot = held.map { Self.slot(accounts, generation: $0.generation + 1, size: $0.slotSize) }
+        guard var open = held, let slot, slot.count <= open.slotSize, Self.isAtPath(open.descriptor, path) else {
+            // None open yet, the record outgrew its slots, or the open file is no longer
+            // state.json (removed or replaced).
             if let held { close(held.descriptor) }
             putBack(try create(accounts))
             return
         }
         open.generation += 1
-        let slot = Self.slot(accounts, generation: open.generation, size: open.slotSize)
         let offset = off_t(open.generation % 2) * off_t(open.slotSize)
         let written = slot.withUnsafeBytes { pwrite(open.descriptor, $0.baseAddress, $0.count, offset) }
         guard written == slot.count, fdatasync(open.descriptor) == 0 else {

@@ -23,6 +23,9 @@ public struct OtherProcessLocks: Sendable {
     static let sharedFirst: UInt64 = 0x4000_0002
     static let sharedSize: UInt64 = 510
 
+    /// This process's id, whose own locks do not count (asked once: `getpid` is a system call).
+    static let ownPID = getpid()
+
     /// Reads `/proc/locks` now; none where it cannot be read.
     ///
     /// The file lists every lock on the machine (each SQLite reader elsewhere has some), and a
@@ -45,7 +48,7 @@ public struct OtherProcessLocks: Sendable {
             }
         }
         guard complete else { return OtherProcessLocks(inodes: []) }
-        return text.withUnsafeBufferPointer { parse($0, ownPID: getpid()) }
+        return text.withUnsafeBufferPointer { parse($0, ownPID: Self.ownPID) }
     }
 
     /// The locks in `text`, in `/proc/locks`' format (`1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF`),
@@ -101,7 +104,7 @@ public struct OtherProcessLocks: Sendable {
     /// as it is open, so a live database of another process shows here, whatever path reached it.
     public static func holder(device: UInt64, inode: UInt64) -> Int32? {
         guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
-        return holder(in: text, device: device, inode: inode, ownPID: getpid())
+        return holder(in: text, device: device, inode: inode, ownPID: Self.ownPID)
     }
 
     /// ``holder(device:inode:)`` in `text`, in `/proc/locks`' format, where the file is

@@ -207,8 +207,11 @@ final class PreferenceService: Sendable {
         let database = accounts.withLock { $0.removeValue(forKey: account)?.database }
         await database?.close()
         for old in evicted.withLock({ $0[account] ?? [] }) { await old.close() }
-        let sqlConnections = sqlConnections
-        _ = try? await pool.run { sqlConnections.close(account) }
+        // A trip to the pool only when there are connections to close (a switch has mostly none).
+        let idle = sqlConnections.release(account)
+        guard !idle.isEmpty else { return }
+        let close: @Sendable () -> Void = { for connection in idle { connection.close() } }
+        do { try await pool.run(close) } catch { pool.submit(close) }  // a pool that has stopped runs it where `submit` says
     }
 
     /// Closes everything, checkpointing the WAL files; before the pool stops.

@@ -21,6 +21,22 @@ final class SerialGate: Sendable {
         return try await body()
     }
 
+    /// Runs `body` at once, on this thread, if no task is in the gate or waiting for it;
+    /// returns nil without running it otherwise. (A switch's commit, on the pool thread that
+    /// opened its account, saves a second trip to the pool when no other switch commits.)
+    func runIfFree<T>(_ body: () throws -> T) rethrows -> T? {
+        let entered = state.withLock { state in
+            guard state.busy else {
+                state.busy = true
+                return true
+            }
+            return false
+        }
+        guard entered else { return nil }
+        defer { leave() }
+        return try body()
+    }
+
     private func enter() async {
         let entered = state.withLock { state in
             guard state.busy else {

@@ -92,9 +92,11 @@ final class SwitchService: Sendable {
     func switchTo(_ account: AccountName, create: Bool, commit mode: Commit, progress: ProgressHandler?) async throws -> Switched {
         let (opened, committed, store): (OpenOutcome, (previous: AccountName?, made: Bool), AccountStore)
         do {
-            (opened, committed, store) = try await open(account, create: create, progress: progress) { [self] outcome in
-                try await commit(account, version: outcome.version, mode: mode)
-            }
+            (opened, committed, store) = try await open(
+                account, create: create, progress: progress,
+                // On the thread that opened it, when no other switch is committing: no second trip to the pool.
+                atOnce: { [self] outcome in try commits.runIfFree { try commitInTurn(account, version: outcome.version, mode: mode) } },
+                then: { [self] outcome in try await commit(account, version: outcome.version, mode: mode) })
         } catch let failure as AccountdError where failure.kind == .withdrawn && !stores.current.isWithdrawn {
             logger.notice("\(failure.message); opening it under bundle version \(stores.current.targetVersion) now", metadata: ["account": "\(account)"])
             return try await switchTo(account, create: create, commit: mode, progress: progress)
@@ -169,10 +171,14 @@ final class SwitchService: Sendable {
     /// Brings `account` to the bundle's version on a pool thread, after closing its
     /// preference table, and announces each migration step.
     ///
-    /// - Parameter then: more work to do once the account is ready, while it is still held.
-    /// - Returns: the outcome, what `then` returned, and the store the account was opened under.
+    /// - Parameters:
+    ///   - atOnce: more work to do once the account is ready, on the pool thread that opened
+    ///     it, if it can be done without waiting; nil when it cannot.
+    ///   - then: that work when `atOnce` could not do it, while the account is still held.
+    /// - Returns: the outcome, what `atOnce` or `then` returned, and the store the account was opened under.
     private func open<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
+        atOnce: @escaping @Sendable (OpenOutcome) throws -> T? = { _ in nil },
         then: @escaping @Sendable (OpenOutcome) async throws -> T = { _ in () }
     ) async throws -> (OpenOutcome, T, AccountStore) {
         // Stopping: a fleet's Migrate in progress begins no further account.
@@ -187,7 +193,7 @@ final class SwitchService: Sendable {
             hub.publish(.openEnded(account))
         }
         do {
-            let result = try await openHeld(account, create: create, progress: progress, then: then)
+            let result = try await openHeld(account, create: create, progress: progress, atOnce: atOnce, then: then)
             await failedAccounts.succeeded(account, on: pool, logger: logger)
             if result.0.action == .migrated { metrics.migrated(steps: board.steps(account), milliseconds: result.0.migrationMs) }
             if result.0.snapshot != nil { metrics.snapshot(.migrate) }
@@ -223,9 +229,10 @@ final class SwitchService: Sendable {
         }
     }
 
-    /// ``open(_:create:progress:then:)`` once the account is held.
+    /// ``open(_:create:progress:atOnce:then:)`` once the account is held.
     private func openHeld<T: Sendable>(
-        _ account: AccountName, create: Bool, progress: ProgressHandler?, then: @escaping @Sendable (OpenOutcome) async throws -> T
+        _ account: AccountName, create: Bool, progress: ProgressHandler?, atOnce: @escaping @Sendable (OpenOutcome) throws -> T?,
+        then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
         let (store, board, hub, preferences, replication, logger) = (stores.current, board, hub, preferences, replication, logger)
         // The account is waited for here, in the task, so that waiters hold no pool thread.
@@ -234,8 +241,8 @@ final class SwitchService: Sendable {
             // The replica is asked (and may be pulled from) before a new file is made: Litestream
             // awaited under the hold, the file work on the pool.
             if create { try await replication.beforeCreating(account, store: store, holding: hold, on: pool) }
-            let outcome = try await pool.run {
-                try store.open(account, create: create, holding: hold) { step in
+            let (outcome, done) = try await pool.run {
+                let outcome = try store.open(account, create: create, holding: hold) { step in
                     board.stepStarted(account, of: step.of)
                     // A migration that runs long is named in the log while it runs, not only at its end.
                     if step.step == 1 {
@@ -248,7 +255,9 @@ final class SwitchService: Sendable {
                             .migration(.init(account: account.rawValue, step: step.step, of: step.of, name: step.name, version: step.version))))
                     progress?(step)
                 }
+                return (outcome, try atOnce(outcome))
             }
+            if let done { return (outcome, done, store) }
             return (outcome, try await then(outcome), store)
         }
     }

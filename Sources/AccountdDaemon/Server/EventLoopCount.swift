@@ -1,0 +1,27 @@
+import Glibc
+import NIOCore
+
+/// How many event loops the daemon runs: one fewer than the cores it may use (NIO's
+/// `System.coreCount`: the CPU affinity and a cgroup's CPU quota, such as systemd's
+/// `CPUQuota=`), and at least one.
+///
+/// accountd's clients are local processes on the same cores. A loop with requests waiting
+/// never sleeps, so with a loop on every core each client that wakes to read its reply
+/// preempts a loop, and the loop waits behind it; one core left without a loop is where the
+/// clients run. On two cores one loop answered a `Status` at 50 clients 8% faster than two
+/// (docs/PERFORMANCE.md).
+public enum EventLoopCount {
+    /// The environment variable of NIO's that, when set, decides the count instead.
+    static let override = "NIO_SINGLETON_GROUP_LOOP_COUNT"
+
+    /// The count for `cores` usable cores.
+    static func loops(forCores cores: Int) -> Int { max(1, cores - 1) }
+
+    /// Sets the size of NIO's shared event loop group (the daemon's sockets and timers run on
+    /// it) unless `NIO_SINGLETON_GROUP_LOOP_COUNT` is set. Call once, in `main`, before
+    /// anything uses the group: NIO refuses a change after that.
+    public static func configure() {
+        guard getenv(override) == nil else { return }
+        NIOSingletons.groupLoopCountSuggestion = loops(forCores: System.coreCount)
+    }
+}

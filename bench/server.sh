@@ -165,9 +165,12 @@ WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000000
 INSERT INTO item SELECT i, 'item ' || i, i % 1000, i * 0.25, CASE WHEN i % 5 = 0 THEN NULL ELSE hex(randomblob(8)) END FROM c;
 PRAGMA wal_checkpoint(TRUNCATE);
 SQL
-    "${BIN[$b]}/accountd" --config /dev/null --data-root "$work/bigroot-$b" --socket "$work/big-$b.sock" --schema "$work/big" --log-level warning 2>/dev/null &
+    # Each its own varlink socket too: beside --socket, both builds' would be $work/io.accountd.
+    "${BIN[$b]}/accountd" --config /dev/null --data-root "$work/bigroot-$b" --socket "$work/big-$b.sock" \
+        --varlink-socket "$work/big-$b.varlink" --schema "$work/big" --log-level warning 2>"$work/big-$b.log" &
     pids+=($!)
     for _ in $(seq 100); do [ -S "$work/big-$b.sock" ] && break; sleep 0.05; done
+    [ -S "$work/big-$b.sock" ] || { echo "the $b build's daemon for the export did not start:" >&2; cat "$work/big-$b.log" >&2; exit 1; }
 done
 sleep 0.3
 now() { date +%s.%N; }

@@ -24,6 +24,16 @@ import Testing
         #expect(try daemon.client().callOne("status").error == nil)
     }
 
+    @Test func aValueThatIsNoNumberIsSaidAndIgnored() throws {
+        let dir = TestDirectory()
+        let daemon = try DaemonProcess(directory: dir.path, environment: ["NIO_SINGLETON_GROUP_LOOP_COUNT": "two"])
+        defer { _ = daemon.stop() }
+        let loops = Self.loopThreads(of: daemon.process.processIdentifier)
+        #expect(loops.count == max(1, System.coreCount - 1), "\(loops)")
+        let log = (try? String(contentsOfFile: dir.path + "/accountd.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("NIO_SINGLETON_GROUP_LOOP_COUNT=two is not a whole number"), "\(log)")
+    }
+
     /// The names of process `pid`'s event loop threads (NIO names its shared group's
     /// `NIO-SGLTN-<group>-#<loop>`).
     static func loopThreads(of pid: Int32) -> [String] {

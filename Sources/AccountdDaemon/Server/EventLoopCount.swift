@@ -18,10 +18,16 @@ public enum EventLoopCount {
     static func loops(forCores cores: Int) -> Int { max(1, cores - 1) }
 
     /// Sets the size of NIO's shared event loop group (the daemon's sockets and timers run on
-    /// it) unless `NIO_SINGLETON_GROUP_LOOP_COUNT` is set. Call once, in `main`, before
-    /// anything uses the group: NIO refuses a change after that.
+    /// it) unless `NIO_SINGLETON_GROUP_LOOP_COUNT` is set to a whole number (NIO then takes it,
+    /// at least 1 and at most 1,024). Any other value is said on standard error and ignored.
+    /// Call once, in `main`, before anything uses the group: NIO refuses a change after that.
     public static func configure() {
-        guard getenv(override) == nil else { return }
-        NIOSingletons.groupLoopCountSuggestion = loops(forCores: System.coreCount)
+        let count = loops(forCores: System.coreCount)
+        if let set = getenv(override).map({ String(cString: $0) }) {
+            if Int(set) != nil { return }
+            let said = "accountd: \(override)=\(set) is not a whole number; ignored: \(count) event loop(s), one fewer than the \(System.coreCount) core(s)\n"
+            _ = said.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+        }
+        NIOSingletons.groupLoopCountSuggestion = count
     }
 }

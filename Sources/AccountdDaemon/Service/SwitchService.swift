@@ -179,7 +179,7 @@ final class SwitchService: Sendable {
     private func open<T: Sendable>(
         _ account: AccountName, create: Bool, progress: ProgressHandler?,
         atOnce: @escaping @Sendable (OpenOutcome) throws -> T? = { _ in nil },
-        then: @escaping @Sendable (OpenOutcome) async throws -> T = { _ in () }
+        then: @escaping @Sendable (OpenOutcome) async throws -> T
     ) async throws -> (OpenOutcome, T, AccountStore) {
         // Stopping: a fleet's Migrate in progress begins no further account.
         if SQLiteInterrupt.isStopping {

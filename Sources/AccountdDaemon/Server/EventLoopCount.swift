@@ -1,9 +1,9 @@
 import Glibc
 import NIOCore
 
-/// How many event loops the daemon runs: one fewer than the cores it may use (NIO's
-/// `System.coreCount`: the CPU affinity and a cgroup's CPU quota, such as systemd's
-/// `CPUQuota=`), and at least one.
+/// How many event loops the daemon runs: one fewer than the cores NIO counts
+/// (`System.coreCount`: a CPU quota at the root of the cgroup filesystem, as in a container;
+/// else the cpuset of the process's own cgroup; else the CPUs online), and at least one.
 ///
 /// accountd's clients are local processes on the same cores. A loop with requests waiting
 /// never sleeps, so with a loop on every core each client that wakes to read its reply
@@ -19,7 +19,8 @@ public enum EventLoopCount {
 
     /// Sets the size of NIO's shared event loop group (the daemon's sockets and timers run on
     /// it) unless `NIO_SINGLETON_GROUP_LOOP_COUNT` is set to a whole number (NIO then takes it,
-    /// at least 1 and at most 1,024). Any other value is said on standard error and ignored.
+    /// kept between 1 and 1,024). A value that is not a whole number is said on standard error
+    /// and ignored.
     /// Call once, in `main`, before anything uses the group: NIO refuses a change after that.
     public static func configure() {
         let count = loops(forCores: System.coreCount)

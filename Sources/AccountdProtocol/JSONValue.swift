@@ -92,6 +92,38 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 // MARK: - Serialising
 
 extension JSONValue {
+    /// Whether the value's JSON text is about `bytes` long or shorter (a number counted as 24
+    /// bytes, a string as its UTF-8 and quotes, escapes not counted), found by looking at no
+    /// more of the value than that: a large value is known to be large without walking it whole.
+    public func fits(within bytes: Int) -> Bool {
+        var left = bytes
+        return Self.spend(self, from: &left)
+    }
+
+    /// Takes `value`'s size from `left`; false once `left` is spent.
+    private static func spend(_ value: JSONValue, from left: inout Int) -> Bool {
+        switch value {
+        case .null, .bool: left -= 5
+        case .int, .double: left -= 24
+        case .string(let text): left -= text.utf8.count + 2
+        case .array(let items):
+            left -= 2
+            for index in items.indices {
+                if index > items.startIndex { left -= 1 }
+                guard left >= 0, spend(items[index], from: &left) else { return false }
+            }
+        case .object(let pairs):
+            left -= 2
+            for index in pairs.indices {
+                left -= pairs[index].0.utf8.count + (index > pairs.startIndex ? 4 : 3)
+                guard left >= 0, spend(pairs[index].1, from: &left) else { return false }
+            }
+        }
+        return left >= 0
+    }
+}
+
+extension JSONValue {
     /// Compact JSON text.
     public func serialized() -> String {
         // Gathered as bytes, then made a string once: cheaper than growing a `String`.

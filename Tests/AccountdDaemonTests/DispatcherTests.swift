@@ -78,6 +78,42 @@ import Testing
         }
     }
 
+    /// A Get of a large value and a Keys of long keys are made on the pool, not on the event
+    /// loop that every connection shares (hostile24 F1), and come back whole; small ones are
+    /// still answered at once.
+    @Test func largeGetAndKeysRepliesAreMadeOnThePool() async throws {
+        let dir = TestDirectory()
+        try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in
+            let numbers = (0..<20_000).map(String.init).joined(separator: ",")
+            #expect(try await Self.run(daemon, "set memory big [\(numbers)]").map(\.error) == [nil])
+            #expect(try await Self.run(daemon, "set memory small [1,2,3]").map(\.error) == [nil])
+            let small = try await Self.respond(daemon, "get memory small")
+            #expect(small.response == .answered)
+            let large = try await Self.respond(daemon, "get memory big")
+            #expect(large.response == .running, "a 100 KB value is encoded on the pool")
+            let value = try PreferenceValue(parameters: try #require(large.replies.first).parameters).value
+            #expect(value.arrayValue?.count == 20_000 && value.arrayValue?.last == .int(19_999))
+
+            #expect(try await Self.respond(daemon, "keys memory").response == .answered, "two short keys")
+            let long = String(repeating: "k", count: 900)
+            for index in 0..<80 { #expect(try await Self.run(daemon, "set memory \(long)\(index) 1").map(\.error) == [nil]) }
+            let keys = try await Self.respond(daemon, "keys memory")
+            #expect(keys.response == .running, "82 keys of 72 KB are sorted and encoded on the pool")
+            let listed = try KeysReply(parameters: try #require(keys.replies.first).parameters).keys
+            #expect(listed.count == 82 && listed == listed.sorted())
+        }
+    }
+
+    /// Whether a value fits a size is found without walking all of it, and agrees with its text.
+    @Test func aValueFitsWithinAboutItsTextsLength() {
+        let text = JSONValue.array((0..<100).map { .string("item \($0)") })
+        let length = text.serialized().utf8.count
+        #expect(text.fits(within: length))
+        #expect(!text.fits(within: length / 2))
+        #expect(JSONValue.object([("a", .null)]).fits(within: 16))
+        #expect(!JSONValue.string(String(repeating: "x", count: 100)).fits(within: 50))
+    }
+
     @Test func memoryAndDeviceChangesAreAnsweredWithoutATaskAndReadBack() async throws {
         let dir = TestDirectory()
         try await DaemonParts.with(dataRoot: dir.path, namespaces: Self.namespaces) { daemon in

@@ -200,6 +200,11 @@ public final class PreferenceDatabase: Sendable {
         state.withLock { $0.values[namespace]?.count ?? 0 }
     }
 
+    /// The UTF-8 bytes of `namespace`'s keys, together.
+    public func keyBytes(_ namespace: String) -> Int {
+        state.withLock { $0.values[namespace]?.keys.reduce(0) { $0 + $1.utf8.count } ?? 0 }
+    }
+
     /// How many transactions were begun since the database was opened, committed or failed:
     /// with group commit, fewer than the changes when writers overlap.
     var transactions: Int { state.withLock { $0.writer.transactions } }

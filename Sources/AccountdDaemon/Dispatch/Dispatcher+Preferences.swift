@@ -28,31 +28,45 @@ extension Dispatcher {
     /// loop: sorting and encoding a million took the loop about 240 ms (hostile32 F4).
     static let keysAtOnce = 4_096
 
+    /// About how many bytes of JSON a `Get` or `Keys` reply made on the event loop may have:
+    /// with one loop for every connection, a 1 MB value took it 11 ms and 4,096 keys of
+    /// 1 KB 30–40 ms, which every other client waited for (hostile24 F1). Larger replies are
+    /// made on the pool.
+    static let bytesAtOnce = 64 * 1024
+
     /// Get or Keys answered from memory; nil when the account's table is not open yet, or
-    /// for Keys of a namespace of over ``keysAtOnce`` keys.
+    /// when the reply is large (``isSmall(_:_:in:)``).
     func readAtOnce(_ command: Command) throws -> Reply? {
         let (namespace, key, place) = try preferenceTarget(command)
-        guard let table = try tableAtOnce(place) else { return nil }
-        if key == nil && table.keyCount(namespace) > Self.keysAtOnce { return nil }
+        guard let table = try tableAtOnce(place), Self.isSmall(namespace, key, in: table) else { return nil }
         return try read(namespace, key, place, in: table)
     }
 
-    /// Get or Keys, opening the account's table when needed. Keys of a namespace of over
-    /// ``keysAtOnce`` keys is sorted and encoded on the pool and written alone, after the
-    /// replies before it: then nil.
+    /// Get or Keys, opening the account's table when needed. A large reply
+    /// (``isSmall(_:_:in:)``) is made on the pool and written alone, after the replies before
+    /// it: then nil.
     func read(_ command: Command, writer: ReplyWriter) async throws -> Reply? {
         let (namespace, key, place) = try preferenceTarget(command)
         let table = try await table(place)
-        guard key == nil, table.keyCount(namespace) > Self.keysAtOnce else { return try read(namespace, key, place, in: table) }
-        let encoded = try await services.pool.run {
+        guard !Self.isSmall(namespace, key, in: table) else { return try read(namespace, key, place, in: table) }
+        let encoded = try await services.pool.run { [self] in
             var bytes: [UInt8] = []
-            Reply(KeysReply(keys: table.keys(namespace))).encode(into: &bytes)
+            try read(namespace, key, place, in: table).encode(into: &bytes)
             return ByteBuffer(bytes: bytes)
         }
         // Written alone, after the replies before it; the connection answers nothing more
         // until the socket has taken it (its channel is not writable meanwhile).
         _ = writer.start(encoded)
         return nil
+    }
+
+    /// Whether the reply to a Get of `key` (to a Keys when nil) is small enough to be made on
+    /// the event loop: at most ``keysAtOnce`` keys of at most ``bytesAtOnce`` bytes together,
+    /// or a value of about that many bytes at most (``JSONValue/fits(within:)``, which looks
+    /// at no more of the value than that).
+    private static func isSmall(_ namespace: String, _ key: String?, in table: any PreferenceTable) -> Bool {
+        guard let key else { return table.keyCount(namespace) <= keysAtOnce && table.keyBytes(namespace) <= bytesAtOnce }
+        return table.get(namespace, key)?.fits(within: bytesAtOnce) ?? true
     }
 
     /// A Set or Delete, run the way its table allows: a `memory` namespace's answered at

@@ -11,6 +11,8 @@ protocol PreferenceTable: Sendable {
     func keys(_ namespace: String) -> [String]
     /// How many keys are set in `namespace`.
     func keyCount(_ namespace: String) -> Int
+    /// The UTF-8 bytes of the keys set in `namespace`, together.
+    func keyBytes(_ namespace: String) -> Int
     /// Applies `change`; `done` gets whether the key existed before (true for a set), or the failure.
     func apply(_ change: PreferenceDatabase.Change, then done: @escaping PreferenceDatabase.Completion)
 }
@@ -26,6 +28,8 @@ final class MemoryPreferences: PreferenceTable {
     func keys(_ namespace: String) -> [String] { values.withLock { $0[namespace].map { Array($0.keys) } ?? [] }.sorted() }
 
     func keyCount(_ namespace: String) -> Int { values.withLock { $0[namespace]?.count ?? 0 } }
+
+    func keyBytes(_ namespace: String) -> Int { values.withLock { $0[namespace]?.keys.reduce(0) { $0 + $1.utf8.count } ?? 0 } }
 
     /// Applies `change` at once; returns whether the key existed before.
     func apply(_ change: PreferenceDatabase.Change) -> Bool {

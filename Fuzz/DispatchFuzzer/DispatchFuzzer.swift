@@ -122,7 +122,7 @@ func answer(_ line: [UInt8], made: inout Int) {
             replies = checked.check(bytes, for: request)
             // A Get or Keys answered at once and the same read in a task must agree.
             if response == .answered, request.method == .get || request.method == .keys {
-                checked.checkAgreement(atOnce: bytes, task: harness.runInTask(call) { dispatcher, replies in try await dispatcher.read(call.command, writer: replies) }, for: request)
+                checked.checkAgreement(atOnce: bytes, task: harness.runInTask(call) { dispatcher, replies in try await dispatcher.read(call.command, uid: call.peer.uid, writer: replies) }, for: request)
             }
         }
     }

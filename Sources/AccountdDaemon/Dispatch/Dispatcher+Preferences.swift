@@ -43,16 +43,19 @@ extension Dispatcher {
     }
 
     /// Get or Keys, opening the account's table when needed. A large reply
-    /// (``isSmall(_:_:in:)``) is made on the pool and written alone, after the replies before
-    /// it: then nil.
-    func read(_ command: Command, writer: ReplyWriter) async throws -> Reply? {
+    /// (``isSmall(_:_:in:)``) is made on the pool, within the caller's share of it (`uid`'s,
+    /// as an app's statements: ``UidShares``), and written alone, after the replies before it:
+    /// then nil.
+    func read(_ command: Command, uid: UInt32, writer: ReplyWriter) async throws -> Reply? {
         let (namespace, key, place) = try preferenceTarget(command)
         let table = try await table(place)
         guard !Self.isSmall(namespace, key, in: table) else { return try read(namespace, key, place, in: table) }
-        let encoded = try await services.pool.run { [self] in
-            var bytes: [UInt8] = []
-            try read(namespace, key, place, in: table).encode(into: &bytes)
-            return ByteBuffer(bytes: bytes)
+        let encoded = try await services.data.shares.run(uid) { [self] in
+            try await services.pool.run { [self] in
+                var bytes: [UInt8] = []
+                try read(namespace, key, place, in: table).encode(into: &bytes)
+                return ByteBuffer(bytes: bytes)
+            }
         }
         // Written alone, after the replies before it; the connection answers nothing more
         // until the socket has taken it (its channel is not writable meanwhile).

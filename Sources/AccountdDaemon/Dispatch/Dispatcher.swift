@@ -139,7 +139,7 @@ final class Dispatcher: Sendable {
             return call.oneway ? .answered : .watching
         case .get, .keys:
             do {
-                guard let reply = try readAtOnce(call.command) else { return task(call, writer) { [self] replies in try await read(call.command, writer: replies) } }
+                guard let reply = try readAtOnce(call.command) else { return task(call, writer) { [self] replies in try await read(call.command, uid: call.peer.uid, writer: replies) } }
                 return finish(call, .success(reply), writer: writer)
             } catch {
                 return finish(call, .failure(error), writer: writer)

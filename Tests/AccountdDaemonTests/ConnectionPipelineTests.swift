@@ -175,9 +175,13 @@ final class PipelineUnderTest {
         channel.pipeline.fireChannelReadComplete()
     }
 
-    /// The replies written since the last call, after running what the event loop has queued.
+    /// The replies written since the last call, after running what the event loop has queued
+    /// and a yielded turn's resumption (a timer, ``Connection/turnPause``).
     func replies(runningTheLoop: Bool = true) throws -> [Reply] {
-        if runningTheLoop { channel.embeddedEventLoop.run() }
+        if runningTheLoop {
+            channel.embeddedEventLoop.run()
+            channel.embeddedEventLoop.advanceTime(by: Connection.turnPause)
+        }
         var text = ""
         while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
             text += String(buffer: buffer)

@@ -92,34 +92,40 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 // MARK: - Serialising
 
 extension JSONValue {
-    /// Whether the value's JSON text is about `bytes` long or shorter (a number counted as 24
-    /// bytes, a string as its UTF-8 and quotes, escapes not counted), found by looking at no
-    /// more of the value than that: a large value is known to be large without walking it whole.
-    public func fits(within bytes: Int) -> Bool {
-        var left = bytes
-        return Self.spend(self, from: &left)
+    /// About the bytes the value's compact JSON takes (a number counted as 24, a string as its
+    /// UTF-8 and quotes, escapes not counted), counted without writing it. The count stops
+    /// once it passes `limit`, so that a large value is known to be large without walking it
+    /// whole: then it is more than `limit`, and less than the whole.
+    public func textSize(upTo limit: Int = .max) -> Int {
+        var used = 0
+        Self.count(self, into: &used, limit: limit)
+        return used
     }
 
-    /// Takes `value`'s size from `left`; false once `left` is spent.
-    private static func spend(_ value: JSONValue, from left: inout Int) -> Bool {
+    /// Whether the value's JSON text is about `bytes` long or shorter (``textSize(upTo:)``).
+    public func fits(within bytes: Int) -> Bool { textSize(upTo: bytes) <= bytes }
+
+    /// Adds `value`'s size to `used`; false once `used` passed `limit`.
+    @discardableResult
+    private static func count(_ value: JSONValue, into used: inout Int, limit: Int) -> Bool {
         switch value {
-        case .null, .bool: left -= 5
-        case .int, .double: left -= 24
-        case .string(let text): left -= text.utf8.count + 2
+        case .null, .bool: used += 5
+        case .int, .double: used += 24
+        case .string(let text): used += text.utf8.count + 2
         case .array(let items):
-            left -= 2
+            used += 2
             for index in items.indices {
-                if index > items.startIndex { left -= 1 }
-                guard left >= 0, spend(items[index], from: &left) else { return false }
+                if index > items.startIndex { used += 1 }
+                guard used <= limit, count(items[index], into: &used, limit: limit) else { return false }
             }
         case .object(let pairs):
-            left -= 2
+            used += 2
             for index in pairs.indices {
-                left -= pairs[index].0.utf8.count + (index > pairs.startIndex ? 4 : 3)
-                guard left >= 0, spend(pairs[index].1, from: &left) else { return false }
+                used += pairs[index].0.utf8.count + (index > pairs.startIndex ? 4 : 3)
+                guard used <= limit, count(pairs[index].1, into: &used, limit: limit) else { return false }
             }
         }
-        return left >= 0
+        return used <= limit
     }
 }
 

@@ -15,7 +15,7 @@ import Testing
         let published = 100
         for index in 0..<published {
             let event = Self.event(index, bytes: 100_000)
-            subscription.publish(event, bytes: EventHub.size(of: event))
+            subscription.publish(event, bytes: event.textSize())
         }
         let first = await subscription.next()
         #expect(first == WatchEvent.missed(count: 91).parameters, "\(first.map { String($0.serialized().prefix(80)) } ?? "nil")")
@@ -32,7 +32,7 @@ import Testing
         let subscription = EventSubscription(limit: 10_000, byteLimit: 1_000) {}
         for index in 0..<3 {
             let event = Self.event(index, bytes: 5_000)
-            subscription.publish(event, bytes: EventHub.size(of: event))
+            subscription.publish(event, bytes: event.textSize())
         }
         #expect(await subscription.next() == WatchEvent.missed(count: 2).parameters)
         #expect(await subscription.next()?["value"]?.stringValue?.hasPrefix("2 ") == true)
@@ -50,6 +50,6 @@ import Testing
     @Test func theSizeIsAboutTheCompactJSON() {
         let event = Self.event(7, bytes: 10_000)
         let exact = event.serialized().utf8.count
-        #expect(abs(EventHub.size(of: event) - exact) < 64, "\(EventHub.size(of: event)) vs \(exact)")
+        #expect(abs(event.textSize() - exact) < 64, "\(event.textSize()) vs \(exact)")
     }
 }

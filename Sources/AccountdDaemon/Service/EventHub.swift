@@ -53,24 +53,14 @@ final class EventHub: Sendable {
         let targets = subscribers.withLock { Array($0.values) }
         guard !targets.isEmpty else { return }
         let parameters = watched.parameters
-        let bytes = Self.size(of: parameters)
+        let bytes = parameters.textSize()
         for subscriber in targets {
             guard let filter = subscriber.filter else {
                 subscriber.subscription.publish(parameters, bytes: bytes)
                 continue
             }
             guard let shown = filter(parameters) else { continue }
-            subscriber.subscription.publish(shown, bytes: Self.size(of: shown))
-        }
-    }
-
-    /// About the bytes `value`'s compact JSON takes (escapes aside), counted without writing it.
-    static func size(of value: JSONValue) -> Int {
-        switch value {
-        case .null, .bool, .int, .double: return 24
-        case .string(let text): return text.utf8.count + 2
-        case .array(let items): return items.reduce(2) { $0 + size(of: $1) + 1 }
-        case .object(let pairs): return pairs.reduce(2) { $0 + $1.0.utf8.count + 4 + size(of: $1.1) }
+            subscriber.subscription.publish(shown, bytes: shown.textSize())
         }
     }
 

@@ -50,7 +50,7 @@ final class EventSubscription: Sendable {
 
     /// Hands `event` to the watcher, or queues it; never waits.
     ///
-    /// - Parameter bytes: the event's size, as ``EventHub/size(of:)`` estimates it.
+    /// - Parameter bytes: the event's size, as ``JSONValue/textSize(upTo:)`` estimates it.
     func publish(_ event: JSONValue, bytes: Int) {
         let waiting = state.withLock { state -> CheckedContinuation<JSONValue?, Never>? in
             guard !state.finished else { return nil }
